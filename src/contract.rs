@@ -1,0 +1,585 @@
+//! The vocabulary of a scan: scope, contract, page, item, and every bound.
+//!
+//! This module owns the words the rest of the crate speaks and the limits it enforces.
+//! It does no IO: contracts are parsed from text that the caller has already read.
+//! Invariant: a `Contract` that exists has passed `Contract::from_json` validation,
+//! so every limit in it is within the crate-wide `*_MAX` bounds below.
+
+use serde_json::{Map, Value};
+
+use crate::error::ContractError;
+
+/// Items one page may carry; a larger page is `invalid_page` (R16).
+pub const ITEMS_PER_PAGE_MAX: u32 = 100_000;
+/// Bytes one page may take on the wire; a larger page is `invalid_page` (R16).
+pub const PAGE_SIZE_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// Bytes of one continuation cursor; longer cursors are `invalid_page` (R16).
+pub const CURSOR_LEN_MAX: usize = 4096;
+/// Bytes of one ID in its original form; longer IDs are `invalid_page` (R16).
+pub const ID_LEN_MAX: usize = 512;
+/// Labels one item may carry.
+pub const LABELS_PER_ITEM_MAX: usize = 16;
+/// Distinct labels one run may carry.
+pub const LABELS_PER_RUN_MAX: usize = 64;
+/// Bytes of one label name.
+pub const LABEL_LEN_MAX: usize = 128;
+/// Pages one run may observe, whatever its contract says; the hard stop of every traversal.
+pub const PAGES_PER_RUN_MAX: u32 = 10_000_000;
+/// Attempts per page request (first try plus retries).
+pub const FETCH_ATTEMPTS_MAX: u32 = 11;
+/// Restarts (expired cursor or changed snapshot) one scan may take before it gives up.
+pub const RESTARTS_MAX: u32 = 8;
+/// Violations kept per run; more are counted, not stored.
+pub const VIOLATIONS_KEPT_MAX: usize = 256;
+/// Bytes of one contract file.
+pub const CONTRACT_BYTES_MAX: usize = 1024 * 1024;
+/// Bytes of a prefixed codec's prefix.
+pub const PREFIX_LEN_MAX: usize = 128;
+/// Default per-page timeout, when the contract names none.
+pub const PAGE_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// Upper bound of a contract's per-page timeout.
+pub const PAGE_TIMEOUT_MS_MAX: u64 = 3_600_000;
+/// Upper bound of a contract's deadline.
+pub const DEADLINE_SECONDS_MAX: u64 = 30 * 24 * 3600;
+/// Default retries per page, when the contract names none.
+pub const RETRIES_DEFAULT: u32 = 2;
+/// Default page size asked of the source.
+pub const PAGE_SIZE_DEFAULT: u32 = 100;
+
+const _: () = assert!(ITEMS_PER_PAGE_MAX as u64 * PAGES_PER_RUN_MAX as u64 <= u64::MAX / 2);
+const _: () = assert!(FETCH_ATTEMPTS_MAX >= 1);
+const _: () = assert!(RETRIES_DEFAULT < FETCH_ATTEMPTS_MAX);
+const _: () = assert!(VIOLATIONS_KEPT_MAX >= 16);
+
+/// What a scan enumerates: the scope's fields feed the query digest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scope {
+    /// Name of the tool or table.
+    pub source: String,
+    /// Tenant, if any.
+    pub tenant: Option<String>,
+    /// The filters, as any JSON.
+    pub query: Value,
+    /// Sort with a unique tie-breaker, as any JSON.
+    pub order: Value,
+}
+
+/// How the end of a traversal is signalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndSignal {
+    /// A page without a `next` cursor is the last.
+    CursorAbsent,
+    /// A page with `complete: true` is the last.
+    CompleteFlag,
+    /// The last page has no cursor and says `complete: true`.
+    Both,
+}
+
+/// How IDs map to the u64 space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdCodecKind {
+    /// Non-negative JSON integers.
+    Int,
+    /// A fixed prefix and decimal digits without leading zeros.
+    Prefixed,
+    /// Any UTF-8 string, interned per (source, tenant).
+    String,
+}
+
+/// The stopping rule (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Traverse to the end signal or say why not.
+    All,
+    /// Stop after this many items; no collection-wide claim.
+    Sample(u64),
+    /// Ask the source for a server-side count, else traverse fully.
+    Count,
+}
+
+impl Mode {
+    /// The mode's name as receipts print it.
+    #[must_use]
+    pub fn name(self) -> String {
+        match self {
+            Mode::All => "all".to_owned(),
+            Mode::Sample(n) => format!("sample {n}"),
+            Mode::Count => "count".to_owned(),
+        }
+    }
+}
+
+/// What to do when the source says a cursor expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpiredPolicy {
+    /// A new run under a fresh snapshot; the old run is superseded.
+    Restart,
+    /// Continue after the last ordering key with a fresh request.
+    HighWater,
+    /// Stop: `expired_cursor` (R15).
+    Block,
+}
+
+/// What to do when the echoed snapshot differs from the pinned one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotPolicy {
+    /// Stop: `snapshot_changed` (R5).
+    Block,
+    /// A new run under the new snapshot; the old run is superseded.
+    Restart,
+}
+
+/// Traversal budgets. `None` means the crate-wide bound only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    /// Pages to observe before `limit_reached` (pages).
+    pub max_pages: Option<u32>,
+    /// Items to observe before `limit_reached` (records).
+    pub max_records: Option<u64>,
+    /// Bytes of page responses before `limit_reached` (bytes).
+    pub max_bytes: Option<u64>,
+    /// Seconds of wall time for the whole run before `limit_reached` (deadline).
+    pub deadline_seconds: Option<u64>,
+    /// Milliseconds one page request may take before it counts as a timeout.
+    pub page_timeout_ms: Option<u64>,
+    /// Retries of a failed page request (timeouts and server errors).
+    pub retries: Option<u32>,
+}
+
+impl Limits {
+    /// The per-page timeout in force.
+    #[must_use]
+    pub fn page_timeout_ms(&self) -> u64 {
+        self.page_timeout_ms.unwrap_or(PAGE_TIMEOUT_MS_DEFAULT)
+    }
+    /// The retries in force.
+    #[must_use]
+    pub fn retries(&self) -> u32 {
+        self.retries.unwrap_or(RETRIES_DEFAULT)
+    }
+    /// The page budget in force.
+    #[must_use]
+    pub fn max_pages(&self) -> u32 {
+        self.max_pages.unwrap_or(PAGES_PER_RUN_MAX)
+    }
+}
+
+/// One execution plan: scope, snapshot, expectations, budgets, rules and policies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contract {
+    /// What is enumerated.
+    pub scope: Scope,
+    /// The snapshot to pin to; `None` pins to the first echoed one, or scans live.
+    pub snapshot_id: Option<String>,
+    /// Unique IDs the source says the scope holds.
+    pub expected_count: Option<u64>,
+    /// Partition index to the count the source reports for it.
+    pub expected_partitions: Option<Vec<(u64, u64)>>,
+    /// Items asked per page.
+    pub page_size: u32,
+    /// Budgets.
+    pub limits: Limits,
+    /// How the last page is recognised.
+    pub end_signal: EndSignal,
+    /// How IDs are decoded.
+    pub id_codec: IdCodecKind,
+    /// The prefix of the `prefixed` codec; learned from the first ID when absent.
+    pub id_prefix: Option<String>,
+    /// Stopping rule.
+    pub mode: Mode,
+    /// Policy on an expired cursor.
+    pub on_expired_cursor: ExpiredPolicy,
+    /// Policy on a changed snapshot.
+    pub on_snapshot_change: SnapshotPolicy,
+}
+
+const CONTRACT_KEYS: &[&str] = &[
+    "source",
+    "tenant",
+    "query",
+    "order",
+    "snapshot_id",
+    "expected_count",
+    "expected_partitions",
+    "page_size",
+    "limits",
+    "end_signal",
+    "id_codec",
+    "id_prefix",
+    "mode",
+    "on_expired_cursor",
+    "on_snapshot_change",
+];
+const LIMIT_KEYS: &[&str] = &[
+    "max_pages",
+    "max_records",
+    "max_bytes",
+    "deadline_seconds",
+    "page_timeout_ms",
+    "retries",
+];
+
+impl Contract {
+    /// A contract with defaults for everything but the source name.
+    ///
+    /// ```
+    /// let c = scanledger::Contract::new("customers");
+    /// assert_eq!(c.scope.source, "customers");
+    /// assert_eq!(c.page_size, 100);
+    /// ```
+    #[must_use]
+    pub fn new(source: &str) -> Contract {
+        Contract {
+            scope: Scope {
+                source: source.to_owned(),
+                tenant: None,
+                query: Value::Null,
+                order: Value::Null,
+            },
+            snapshot_id: None,
+            expected_count: None,
+            expected_partitions: None,
+            page_size: PAGE_SIZE_DEFAULT,
+            limits: Limits::default(),
+            end_signal: EndSignal::CursorAbsent,
+            id_codec: IdCodecKind::Int,
+            id_prefix: None,
+            mode: Mode::All,
+            on_expired_cursor: ExpiredPolicy::Block,
+            on_snapshot_change: SnapshotPolicy::Block,
+        }
+    }
+
+    /// Parses and validates a contract from its JSON text (SPEC §8).
+    ///
+    /// ```
+    /// let c = scanledger::Contract::from_json(r#"{"source": "s", "id_codec": "prefixed"}"#).unwrap();
+    /// assert_eq!(c.id_codec, scanledger::IdCodecKind::Prefixed);
+    /// assert!(scanledger::Contract::from_json(r#"{"source": "s", "pagesize": 3}"#).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// `ContractError` naming the key and the problem: malformed JSON (with line and column),
+    /// unknown keys, wrong types, values out of bounds.
+    pub fn from_json(text: &str) -> Result<Contract, ContractError> {
+        if text.len() > CONTRACT_BYTES_MAX {
+            return Err(ContractError::TooLarge {
+                len_bytes: text.len(),
+                max_bytes: CONTRACT_BYTES_MAX,
+            });
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| ContractError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        Contract::from_value(&value)
+    }
+
+    /// Validates a contract already parsed as JSON.
+    ///
+    /// # Errors
+    /// As [`Contract::from_json`].
+    pub fn from_value(value: &Value) -> Result<Contract, ContractError> {
+        let obj = value.as_object().ok_or(ContractError::NotAnObject)?;
+        reject_unknown(obj, CONTRACT_KEYS, "")?;
+        let source = match obj.get("source") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(Value::String(_)) => return Err(bad("source", "must not be empty")),
+            Some(_) => return Err(bad("source", "must be a string")),
+            None => return Err(ContractError::Missing { key: "source" }),
+        };
+        let mut c = Contract::new(&source);
+        c.scope.tenant = opt_string(obj, "tenant")?;
+        c.scope.query = obj.get("query").cloned().unwrap_or(Value::Null);
+        c.scope.order = obj.get("order").cloned().unwrap_or(Value::Null);
+        c.snapshot_id = opt_string(obj, "snapshot_id")?;
+        c.expected_count = opt_u64(obj, "expected_count", u64::MAX)?;
+        if let Some(v) = obj.get("expected_partitions").filter(|v| !v.is_null()) {
+            let parts = v
+                .as_object()
+                .ok_or_else(|| bad("expected_partitions", "must be an object of counts"))?;
+            let mut out = Vec::with_capacity(parts.len().min(1 << 20));
+            for (k, n) in parts {
+                let idx: u64 = k.parse().map_err(|_| {
+                    bad(
+                        "expected_partitions",
+                        &format!("key {k:?} is not a decimal partition index"),
+                    )
+                })?;
+                let n = n.as_u64().ok_or_else(|| {
+                    bad(
+                        "expected_partitions",
+                        &format!("count of partition {k} is not a non-negative integer"),
+                    )
+                })?;
+                if n > crate::idset::PARTITION_WIDTH {
+                    return Err(bad(
+                        "expected_partitions",
+                        &format!("count of partition {k} exceeds the partition width"),
+                    ));
+                }
+                out.push((idx, n));
+            }
+            out.sort_unstable();
+            c.expected_partitions = Some(out);
+        }
+        if let Some(n) = opt_u64(obj, "page_size", u64::from(ITEMS_PER_PAGE_MAX))? {
+            if n == 0 {
+                return Err(bad("page_size", "must be at least 1"));
+            }
+            c.page_size = u32::try_from(n).map_err(|_| bad("page_size", "too large"))?;
+        }
+        if let Some(v) = obj.get("limits").filter(|v| !v.is_null()) {
+            c.limits = parse_limits(v)?;
+        }
+        if let Some(v) = obj.get("end_signal").filter(|v| !v.is_null()) {
+            c.end_signal = enum_value(
+                v,
+                "end_signal",
+                "\"cursor_absent\", \"complete_flag\" or \"both\"",
+            )?;
+        }
+        if let Some(v) = obj.get("id_codec").filter(|v| !v.is_null()) {
+            c.id_codec = enum_value(v, "id_codec", "\"int\", \"prefixed\" or \"string\"")?;
+        }
+        c.id_prefix = opt_string(obj, "id_prefix")?;
+        if let Some(p) = &c.id_prefix {
+            if p.len() > PREFIX_LEN_MAX {
+                return Err(bad("id_prefix", "too long"));
+            }
+            if p.ends_with(|ch: char| ch.is_ascii_digit()) {
+                return Err(bad("id_prefix", "must not end with a digit"));
+            }
+        }
+        if let Some(v) = obj.get("mode").filter(|v| !v.is_null()) {
+            c.mode = parse_mode(v)?;
+        }
+        if let Some(v) = obj.get("on_expired_cursor").filter(|v| !v.is_null()) {
+            c.on_expired_cursor = enum_value(
+                v,
+                "on_expired_cursor",
+                "\"restart\", \"high_water\" or \"block\"",
+            )?;
+        }
+        if let Some(v) = obj.get("on_snapshot_change").filter(|v| !v.is_null()) {
+            c.on_snapshot_change = enum_value(v, "on_snapshot_change", "\"block\" or \"restart\"")?;
+        }
+        Ok(c)
+    }
+
+    /// The contract as the JSON of SPEC §8; `from_value(to_value(c)) == c`.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("source".into(), Value::from(self.scope.source.clone()));
+        m.insert("tenant".into(), opt_json(self.scope.tenant.clone()));
+        m.insert("query".into(), self.scope.query.clone());
+        m.insert("order".into(), self.scope.order.clone());
+        m.insert("snapshot_id".into(), opt_json(self.snapshot_id.clone()));
+        m.insert("expected_count".into(), opt_json(self.expected_count));
+        m.insert(
+            "expected_partitions".into(),
+            match &self.expected_partitions {
+                None => Value::Null,
+                Some(p) => Value::Object(
+                    p.iter()
+                        .map(|(k, n)| (k.to_string(), Value::from(*n)))
+                        .collect(),
+                ),
+            },
+        );
+        m.insert("page_size".into(), Value::from(self.page_size));
+        m.insert(
+            "limits".into(),
+            serde_json::to_value(self.limits).unwrap_or(Value::Null),
+        );
+        m.insert(
+            "end_signal".into(),
+            serde_json::to_value(self.end_signal).unwrap_or(Value::Null),
+        );
+        m.insert(
+            "id_codec".into(),
+            serde_json::to_value(self.id_codec).unwrap_or(Value::Null),
+        );
+        m.insert("id_prefix".into(), opt_json(self.id_prefix.clone()));
+        m.insert(
+            "mode".into(),
+            match self.mode {
+                Mode::All => Value::from("all"),
+                Mode::Count => Value::from("count"),
+                Mode::Sample(n) => serde_json::json!({ "sample": n }),
+            },
+        );
+        m.insert(
+            "on_expired_cursor".into(),
+            serde_json::to_value(self.on_expired_cursor).unwrap_or(Value::Null),
+        );
+        m.insert(
+            "on_snapshot_change".into(),
+            serde_json::to_value(self.on_snapshot_change).unwrap_or(Value::Null),
+        );
+        Value::Object(m)
+    }
+}
+
+fn opt_json<T: Into<Value>>(v: Option<T>) -> Value {
+    v.map_or(Value::Null, Into::into)
+}
+
+fn bad(key: &str, problem: &str) -> ContractError {
+    ContractError::Invalid {
+        key: key.to_owned(),
+        problem: problem.to_owned(),
+    }
+}
+
+fn reject_unknown(
+    obj: &Map<String, Value>,
+    known: &[&str],
+    parent: &str,
+) -> Result<(), ContractError> {
+    for k in obj.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(ContractError::UnknownKey {
+                key: format!("{parent}{k}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn opt_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, ContractError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(bad(key, "must be a string or null")),
+    }
+}
+
+fn opt_u64(obj: &Map<String, Value>, key: &str, max: u64) -> Result<Option<u64>, ContractError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let n = v
+                .as_u64()
+                .ok_or_else(|| bad(key, "must be a non-negative integer"))?;
+            if n > max {
+                return Err(bad(key, &format!("{n} exceeds the bound {max}")));
+            }
+            Ok(Some(n))
+        }
+    }
+}
+
+fn enum_value<T: serde::de::DeserializeOwned>(
+    v: &Value,
+    key: &str,
+    allowed: &str,
+) -> Result<T, ContractError> {
+    serde_json::from_value(v.clone()).map_err(|_| bad(key, &format!("must be one of {allowed}")))
+}
+
+fn parse_limits(v: &Value) -> Result<Limits, ContractError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad("limits", "must be an object"))?;
+    reject_unknown(obj, LIMIT_KEYS, "limits.")?;
+    let max_pages = opt_u64(obj, "max_pages", u64::from(PAGES_PER_RUN_MAX))
+        .map_err(|e| prefix_limits(e))?
+        .map(|n| u32::try_from(n).unwrap_or(PAGES_PER_RUN_MAX));
+    let retries = opt_u64(obj, "retries", u64::from(FETCH_ATTEMPTS_MAX - 1))
+        .map_err(|e| prefix_limits(e))?
+        .map(|n| u32::try_from(n).unwrap_or(0));
+    Ok(Limits {
+        max_pages,
+        max_records: opt_u64(obj, "max_records", u64::MAX).map_err(|e| prefix_limits(e))?,
+        max_bytes: opt_u64(obj, "max_bytes", u64::MAX).map_err(|e| prefix_limits(e))?,
+        deadline_seconds: opt_u64(obj, "deadline_seconds", DEADLINE_SECONDS_MAX)
+            .map_err(|e| prefix_limits(e))?,
+        page_timeout_ms: opt_u64(obj, "page_timeout_ms", PAGE_TIMEOUT_MS_MAX)
+            .map_err(|e| prefix_limits(e))?,
+        retries,
+    })
+}
+
+fn prefix_limits(e: ContractError) -> ContractError {
+    match e {
+        ContractError::Invalid { key, problem } => ContractError::Invalid {
+            key: format!("limits.{key}"),
+            problem,
+        },
+        other => other,
+    }
+}
+
+fn parse_mode(v: &Value) -> Result<Mode, ContractError> {
+    match v {
+        Value::String(s) if s == "all" => Ok(Mode::All),
+        Value::String(s) if s == "count" => Ok(Mode::Count),
+        Value::Object(o) if o.len() == 1 && o.contains_key("sample") => {
+            let n = o
+                .get("sample")
+                .and_then(Value::as_u64)
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| bad("mode.sample", "must be a positive integer"))?;
+            Ok(Mode::Sample(n))
+        }
+        _ => Err(bad("mode", "must be \"all\", \"count\" or {\"sample\": N}")),
+    }
+}
+
+/// An ID as the source gave it, before the codec maps it to u64.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RawId {
+    /// A JSON integer (non-negative; negative ones never reach here).
+    Int(u64),
+    /// A JSON string.
+    Str(String),
+    /// Anything else the source sent (a float, a negative number, an object), kept for the error.
+    Other(String),
+}
+
+/// One item of a page: an ID and the labels the source attached to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The item's ID in its original form.
+    pub id: RawId,
+    /// Label names (e.g. `needs_migration`).
+    pub labels: Vec<String>,
+}
+
+impl Item {
+    /// An item with an integer ID and no labels.
+    #[must_use]
+    pub fn int(id: u64) -> Item {
+        Item {
+            id: RawId::Int(id),
+            labels: Vec::new(),
+        }
+    }
+}
+
+/// One response of a source.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Page {
+    /// The items, in source order.
+    pub items: Vec<Item>,
+    /// The cursor to continue from, if any.
+    pub next: Option<String>,
+    /// The source's explicit completion flag, if it sends one.
+    pub complete: Option<bool>,
+    /// The snapshot the source says it served.
+    pub snapshot: Option<String>,
+    /// The query the source says it ran.
+    pub query: Option<Value>,
+    /// The source warned that it cut the page short.
+    pub truncated: bool,
+    /// Size of the response on the wire.
+    pub size_bytes: u64,
+}

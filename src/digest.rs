@@ -1,0 +1,303 @@
+//! Digests: the query digest, cursor hashes and the cursor chain, the Merkle tree over partitions.
+//!
+//! Pure: no IO, no clock. Every algorithm here is specified in `docs/FORMAT.md` so that another
+//! program can recompute it; `tests/vectors/` pins the outputs and `contrib/verify_receipt.py`
+//! recomputes the Merkle root independently.
+
+use roaring::RoaringBitmap;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::contract::Scope;
+use crate::idset::IdSet;
+
+/// A SHA-256 output.
+pub type Hash = [u8; 32];
+
+/// Domain tag of the cursor chain's first link.
+pub const CHAIN_DOMAIN: &[u8] = b"scanledger:cursor-chain:v1";
+/// Array-form bound of a leaf body: up to this many IDs a partition is a sorted u16 list.
+pub const LEAF_ARRAY_MAX: u64 = 4096;
+/// Depth bound of the Merkle fold: partitions are indexed by u48, so 49 levels suffice.
+const MERKLE_DEPTH_MAX: usize = 64;
+
+/// SHA-256 of bytes.
+#[must_use]
+pub fn sha256(bytes: &[u8]) -> Hash {
+    Sha256::digest(bytes).into()
+}
+
+/// Lower-case hex of bytes.
+#[must_use]
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// `sha256:` + hex, the printed form of every digest.
+#[must_use]
+pub fn display(h: &Hash) -> String {
+    format!("sha256:{}", hex(h))
+}
+
+/// Parses the printed form back; `None` when it is not `sha256:` + 64 hex digits.
+#[must_use]
+pub fn parse_display(s: &str) -> Option<Hash> {
+    let hexpart = s.strip_prefix("sha256:")?;
+    if hexpart.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, chunk) in hexpart.as_bytes().chunks(2).enumerate() {
+        let pair = std::str::from_utf8(chunk).ok()?;
+        out[i] = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Canonical JSON: object keys sorted by their UTF-8 bytes, no insignificant white space,
+/// strings escaped as `serde_json` escapes them (`"`, `\`, control characters; nothing else).
+#[must_use]
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    // Recursion depth is bounded by serde_json's own nesting limit (128) on parse.
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push(':');
+                if let Some(child) = m.get(*k) {
+                    write_canonical(child, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, child) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(child, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// The scope as the canonical JSON object that `query_digest` hashes:
+/// `{"order":…,"query":…,"source":…,"tenant":…}`, absent values as `null`.
+#[must_use]
+pub fn scope_json(scope: &Scope) -> String {
+    let v = serde_json::json!({
+        "source": scope.source,
+        "tenant": scope.tenant,
+        "query": scope.query,
+        "order": scope.order,
+    });
+    canonical_json(&v)
+}
+
+/// `sha256:` + hex SHA-256 of the scope's canonical JSON.
+///
+/// ```
+/// let c = scanledger::Contract::new("customers");
+/// let d = scanledger::digest::query_digest(&c.scope);
+/// assert!(d.starts_with("sha256:"));
+/// assert_eq!(d.len(), 7 + 64);
+/// ```
+#[must_use]
+pub fn query_digest(scope: &Scope) -> String {
+    display(&sha256(scope_json(scope).as_bytes()))
+}
+
+/// The hash of a cursor as page records keep it: `H(0x01 || cursor)`, or `H(0x00)` for none.
+#[must_use]
+pub fn cursor_hash(cursor: Option<&str>) -> Hash {
+    let mut h = Sha256::new();
+    match cursor {
+        None => h.update([0u8]),
+        Some(c) => {
+            h.update([1u8]);
+            h.update(c.as_bytes());
+        }
+    }
+    h.finalize().into()
+}
+
+/// A short, non-reversible name for a cursor, safe for error messages and logs.
+#[must_use]
+pub fn cursor_fingerprint(cursor: Option<&str>) -> String {
+    match cursor {
+        None => "the first page (no cursor)".to_owned(),
+        Some(c) => format!("cursor #{}", &hex(&cursor_hash(Some(c)))[..12]),
+    }
+}
+
+fn put_str(h: &mut Sha256, s: &str) {
+    let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
+    h.update(len.to_le_bytes());
+    h.update(s.as_bytes());
+}
+
+/// The first link of the cursor chain:
+/// `H(domain || u32le len || query_digest || u8 has_snapshot || u32le len || snapshot_id)`.
+#[must_use]
+pub fn chain_start(query_digest: &str, snapshot_id: Option<&str>) -> Hash {
+    let mut h = Sha256::new();
+    h.update(CHAIN_DOMAIN);
+    put_str(&mut h, query_digest);
+    match snapshot_id {
+        None => h.update([0u8]),
+        Some(s) => {
+            h.update([1u8]);
+            put_str(&mut h, s);
+        }
+    }
+    h.finalize().into()
+}
+
+/// The next link: `H(prev || cursor_hash)`.
+#[must_use]
+pub fn chain_next(prev: &Hash, cursor_hash: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update(prev);
+    h.update(cursor_hash);
+    h.finalize().into()
+}
+
+/// Writes a partition's canonical leaf body into `out` (cleared first): up to 4096 IDs, their
+/// low 16 bits as sorted u16 little-endian; above, the 8192-byte bitmap (bit `j` of byte
+/// `j / 8`, least significant first). The layout is the same whatever container roaring chose.
+pub fn leaf_body(bitmap: &RoaringBitmap, out: &mut Vec<u8>) {
+    out.clear();
+    let n = bitmap.len();
+    if n <= LEAF_ARRAY_MAX {
+        out.reserve(usize::try_from(n * 2).unwrap_or(0));
+        for v in bitmap {
+            // Partition bitmaps hold values below 2^16 (IdSet invariant).
+            out.extend_from_slice(&(v as u16).to_le_bytes());
+        }
+        return;
+    }
+    // Dense: roaring's own serialization of a bitmap container is already the canonical
+    // 8192 bytes, so take it when it is one; else build the words from the runs.
+    let mut ser = Vec::with_capacity(bitmap.serialized_size());
+    let serialized = bitmap.serialize_into(&mut ser).is_ok();
+    if serialized && ser.len() == 16 + 8192 && ser[..4] == 12346u32.to_le_bytes() {
+        out.extend_from_slice(&ser[16..]);
+        return;
+    }
+    let mut words = [0u64; 1024];
+    for v in bitmap {
+        words[(v >> 6) as usize] |= 1u64 << (v & 63);
+    }
+    out.reserve(8192);
+    for w in words {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// A leaf hash: `H(0x00 || u64le partition || u32le count || body)` (RFC 6962 leaf prefix).
+#[must_use]
+pub fn leaf_hash(partition: u64, bitmap: &RoaringBitmap, scratch: &mut Vec<u8>) -> Hash {
+    leaf_body(bitmap, scratch);
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(partition.to_le_bytes());
+    // A partition holds at most 2^16 IDs, so the count fits a u32.
+    h.update(
+        u32::try_from(bitmap.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    h.update(&scratch[..]);
+    h.finalize().into()
+}
+
+/// An inner node: `H(0x01 || left || right)`.
+#[must_use]
+pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// The leaf hashes of a set, one per non-empty partition, ascending.
+#[must_use]
+pub fn leaves(set: &IdSet) -> Vec<(u64, Hash)> {
+    let mut scratch = Vec::with_capacity(8192);
+    set.partitions()
+        .map(|(p, b)| (p, leaf_hash(p, b, &mut scratch)))
+        .collect()
+}
+
+/// The RFC 6962 Merkle tree hash of leaf hashes in order; `H("")` for none. Iterative: a
+/// stack of subtree roots merged like a binary counter, then folded right to left, which
+/// yields the same tree as RFC 6962's split at the largest power of two below `n`.
+#[must_use]
+pub fn merkle_root_of_leaves<'a>(leaves: impl IntoIterator<Item = &'a Hash>) -> Hash {
+    // (height, hash); heights strictly decrease from bottom to top of the stack.
+    let mut stack: Vec<(u32, Hash)> = Vec::with_capacity(MERKLE_DEPTH_MAX);
+    let mut any = false;
+    for leaf in leaves {
+        any = true;
+        let mut cur = (0u32, *leaf);
+        while let Some(&(height, top)) = stack.last() {
+            if height != cur.0 {
+                break;
+            }
+            stack.pop();
+            cur = (height + 1, node_hash(&top, &cur.1));
+        }
+        assert!(
+            stack.len() < MERKLE_DEPTH_MAX,
+            "merkle stack deeper than 2^64 leaves"
+        );
+        stack.push(cur);
+    }
+    if !any {
+        return sha256(b"");
+    }
+    let mut acc = match stack.pop() {
+        Some((_, h)) => h,
+        None => return sha256(b""),
+    };
+    while let Some((_, left)) = stack.pop() {
+        acc = node_hash(&left, &acc);
+    }
+    acc
+}
+
+/// The Merkle root of an ID set: a function of the set alone.
+///
+/// ```
+/// use scanledger::{digest, IdSet};
+/// let a: IdSet = [3, 1, 70_000].into_iter().collect();
+/// let b: IdSet = [70_000, 3, 1].into_iter().collect();
+/// assert_eq!(digest::merkle_root(&a), digest::merkle_root(&b));
+/// ```
+#[must_use]
+pub fn merkle_root(set: &IdSet) -> Hash {
+    let leaves = leaves(set);
+    merkle_root_of_leaves(leaves.iter().map(|(_, h)| h))
+}

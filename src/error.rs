@@ -1,0 +1,236 @@
+//! Errors: one crate-wide `Error` and the per-area enums that convert into it.
+//!
+//! Findings of reconciliation (a duplicate ID, a repeated cursor) are not errors: they are
+//! `Violation`s, data in the receipt. An `Error` means an operation could not be carried out:
+//! bad input, a source that cannot be read, a store that is corrupt or busy.
+//! No message here ever carries a raw continuation cursor: cursors appear only as the short
+//! fingerprint `digest::cursor_fingerprint` makes of them.
+
+use std::path::PathBuf;
+
+/// A contract that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContractError {
+    /// The text is not JSON.
+    #[error("malformed JSON at line {line}, column {column}: {message}")]
+    Json {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's words.
+        message: String,
+    },
+    /// The top level is not an object.
+    #[error("a contract must be a JSON object")]
+    NotAnObject,
+    /// A key the contract format does not have.
+    #[error("unknown key {key:?}")]
+    UnknownKey {
+        /// The key, dotted for nested ones.
+        key: String,
+    },
+    /// A required key is absent.
+    #[error("missing required key {key:?}")]
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key has a value it cannot have.
+    #[error("key {key:?}: {problem}")]
+    Invalid {
+        /// The key, dotted for nested ones.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The contract text is over `CONTRACT_BYTES_MAX`.
+    #[error("contract is {len_bytes} bytes, more than the bound of {max_bytes}")]
+    TooLarge {
+        /// Its size.
+        len_bytes: usize,
+        /// The bound.
+        max_bytes: usize,
+    },
+}
+
+/// A source that could not be set up or read (not a page failure: those are violations).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The `--source` argument is not `replay:FILE`, `sim:...` or another known kind.
+    #[error("unknown source {spec:?}: expected replay:FILE or sim:KEY=VALUE,...")]
+    UnknownKind {
+        /// The argument as given.
+        spec: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of a replay file is malformed.
+    #[error("{path}:{line}: {problem}")]
+    Replay {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong, naming the field.
+        problem: String,
+    },
+    /// The replay file has no line for a request, so the scenario cannot go on.
+    #[error("{path}: no line answers the request for {request}")]
+    Unanswered {
+        /// The file.
+        path: PathBuf,
+        /// The request, with its cursor as a fingerprint.
+        request: String,
+    },
+    /// A `sim:` parameter is malformed.
+    #[error("sim source: {problem}")]
+    Sim {
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// A store that cannot be opened, read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The file is not a redb database, or redb found it damaged.
+    #[error("store {path} is corrupt or not a scanledger store: {detail}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        detail: String,
+    },
+    /// A value in a table failed to decode.
+    #[error("store {path}: table {table} is corrupted for run {run}: {detail}")]
+    Corrupted {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The run the value belongs to.
+        run: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// A redb database that scanledger did not write.
+    #[error("store {path} is a database but not a scanledger store (no format record)")]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by a newer scanledger.
+    #[error("store {path} has format version {found}; this build reads up to {supported}: upgrade scanledger")]
+    NewerFormat {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
+    /// Another process holds the store open for writing.
+    #[error("store {path} is locked by another process")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The store file does not exist and the command does not create one.
+    #[error("store {path} does not exist")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No run with this ID.
+    #[error("no run {run} in store {path}")]
+    UnknownRun {
+        /// The file.
+        path: PathBuf,
+        /// The run asked for.
+        run: u64,
+    },
+    /// A previous write failed; the store refuses writes until reopened.
+    #[error("store {path} refused a write after an earlier failed commit; reopen it")]
+    Poisoned {
+        /// The file.
+        path: PathBuf,
+    },
+    /// redb failed for another reason (disk full, IO error).
+    #[error("store {path}: {op} failed: {detail}")]
+    Backend {
+        /// The file.
+        path: PathBuf,
+        /// The operation.
+        op: &'static str,
+        /// redb's words.
+        detail: String,
+    },
+    /// The run cannot be resumed (finished, superseded, or its cursor was not kept).
+    #[error("run {run} cannot be resumed: {reason}")]
+    NotResumable {
+        /// The run.
+        run: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Every error of the crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A contract file that cannot be used.
+    #[error("contract {path}: {source}")]
+    Contract {
+        /// The file (or `-`).
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: ContractError,
+    },
+    /// A source that cannot be set up or read.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// A store that cannot be used.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A command line or input file that cannot be used.
+    #[error("{0}")]
+    Usage(String),
+    /// A file that could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Whether the error comes from bad input (exit 2) rather than an internal failure (exit 1).
+    #[must_use]
+    pub fn is_input_error(&self) -> bool {
+        match self {
+            Error::Contract { .. } | Error::Source(_) | Error::Usage(_) | Error::Io { .. } => true,
+            Error::Store(e) => {
+                !matches!(e, StoreError::Backend { .. } | StoreError::Poisoned { .. })
+            }
+        }
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,206 @@
+//! `IdSet`: a set of u64 IDs split into fixed-width partitions, one roaring bitmap each.
+//!
+//! Partition `p` holds the IDs `p * 2^16 ..= p * 2^16 + 65535`; its bitmap stores the low
+//! 16 bits, so every partition is exactly one roaring container. Partitions are the unit of
+//! counting, of checkpointing (a page rewrites only the partitions it touched) and the leaves
+//! of the Merkle tree. Pure: no IO.
+//! Invariants: no empty partition is kept; `len` equals the sum of partition cardinalities;
+//! every value in a partition bitmap is below `PARTITION_WIDTH`.
+
+use std::collections::BTreeMap;
+
+use roaring::RoaringBitmap;
+
+/// log2 of the partition width.
+pub const PARTITION_BITS: u32 = 16;
+/// IDs per partition (2^16).
+pub const PARTITION_WIDTH: u64 = 1 << PARTITION_BITS;
+const LOW_MASK: u64 = PARTITION_WIDTH - 1;
+
+/// The partition an ID falls in.
+#[inline]
+#[must_use]
+pub fn partition_of(id: u64) -> u64 {
+    id >> PARTITION_BITS
+}
+
+#[inline]
+fn low_of(id: u64) -> u32 {
+    // The mask keeps 16 bits, so the value fits a u32.
+    (id & LOW_MASK) as u32
+}
+
+/// A set of u64 IDs, partitioned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IdSet {
+    parts: BTreeMap<u64, RoaringBitmap>,
+    len: u64,
+}
+
+impl IdSet {
+    /// An empty set.
+    #[must_use]
+    pub fn new() -> IdSet {
+        IdSet::default()
+    }
+
+    /// Inserts an ID; false if it was already present.
+    pub fn insert(&mut self, id: u64) -> bool {
+        let added = self
+            .parts
+            .entry(partition_of(id))
+            .or_default()
+            .insert(low_of(id));
+        self.len += u64::from(added);
+        added
+    }
+
+    /// Whether the ID is present.
+    #[must_use]
+    pub fn contains(&self, id: u64) -> bool {
+        self.parts
+            .get(&partition_of(id))
+            .is_some_and(|b| b.contains(low_of(id)))
+    }
+
+    /// Number of IDs.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of non-empty partitions.
+    #[must_use]
+    pub fn partition_count(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The partitions in ascending order, each with the bitmap of its low 16 bits.
+    pub fn partitions(&self) -> impl Iterator<Item = (u64, &RoaringBitmap)> + '_ {
+        self.parts.iter().map(|(p, b)| (*p, b))
+    }
+
+    /// One partition's bitmap (low 16 bits), if non-empty.
+    #[must_use]
+    pub fn partition(&self, p: u64) -> Option<&RoaringBitmap> {
+        self.parts.get(&p)
+    }
+
+    /// Replaces a partition wholesale (used when loading from the store).
+    ///
+    /// # Panics
+    /// If the bitmap holds a value at or above the partition width: the caller validates
+    /// decoded bitmaps first, so this is a bug, not bad input.
+    pub fn set_partition(&mut self, p: u64, bitmap: RoaringBitmap) {
+        assert!(
+            bitmap.max().is_none_or(|m| u64::from(m) < PARTITION_WIDTH),
+            "partition bitmap holds a value outside the partition"
+        );
+        if let Some(old) = self.parts.remove(&p) {
+            self.len -= old.len();
+        }
+        if !bitmap.is_empty() {
+            self.len += bitmap.len();
+            self.parts.insert(p, bitmap);
+        }
+    }
+
+    /// All IDs in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.parts.iter().flat_map(|(p, b)| {
+            let base = p << PARTITION_BITS;
+            b.iter().map(move |low| base | u64::from(low))
+        })
+    }
+
+    /// Maximal runs of consecutive IDs, as inclusive `(first, last)` pairs, ascending.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut it = self.iter().peekable();
+        std::iter::from_fn(move || {
+            let first = it.next()?;
+            let mut last = first;
+            while let Some(&n) = it.peek() {
+                if n != last + 1 {
+                    break;
+                }
+                last = n;
+                it.next();
+            }
+            Some((first, last))
+        })
+    }
+
+    /// The IDs of `self` not in `other`.
+    #[must_use]
+    pub fn difference(&self, other: &IdSet) -> IdSet {
+        let mut out = IdSet::new();
+        for (p, b) in &self.parts {
+            let d = match other.parts.get(p) {
+                Some(o) => b - o,
+                None => b.clone(),
+            };
+            out.set_partition(*p, d);
+        }
+        out
+    }
+
+    /// Checks the invariants; for tests and fuzzing.
+    ///
+    /// # Panics
+    /// If an invariant does not hold.
+    pub fn check_invariants(&self) {
+        let mut sum = 0;
+        for b in self.parts.values() {
+            assert!(!b.is_empty(), "empty partition kept");
+            assert!(b.max().is_some_and(|m| u64::from(m) < PARTITION_WIDTH));
+            sum += b.len();
+        }
+        assert_eq!(sum, self.len, "len differs from the partition sum");
+    }
+}
+
+impl FromIterator<u64> for IdSet {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> IdSet {
+        let mut s = IdSet::new();
+        for id in iter {
+            s.insert(id);
+        }
+        s
+    }
+}
+
+impl IdSet {
+    /// Inserts IDs in order, pushing onto `dups` every one already present (including
+    /// repeats within `ids`) and onto `touched` every partition that changed. Looks a
+    /// partition up once per run of IDs that share it, which makes dense pages cheap.
+    pub fn insert_many(&mut self, ids: &[u64], dups: &mut Vec<u64>, touched: &mut Vec<u64>) {
+        let mut i = 0;
+        while i < ids.len() {
+            let p = partition_of(ids[i]);
+            let bitmap = self.parts.entry(p).or_default();
+            let mut added = 0u64;
+            while i < ids.len() && partition_of(ids[i]) == p {
+                if bitmap.insert(low_of(ids[i])) {
+                    added += 1;
+                } else {
+                    dups.push(ids[i]);
+                }
+                i += 1;
+            }
+            if added > 0 {
+                self.len += added;
+                if touched.last() != Some(&p) {
+                    touched.push(p);
+                }
+            } else if bitmap.is_empty() {
+                self.parts.remove(&p);
+            }
+        }
+    }
+}

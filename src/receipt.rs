@@ -1,0 +1,375 @@
+//! The completeness receipt (SPEC §3): from a run's state to the JSON a reviewer can check.
+//!
+//! Pure: the caller supplies the run's metadata (ID, times, links); nothing here reads a clock
+//! or a file. Field names are exactly those of SPEC §3; `docs/FORMAT.md` describes each.
+//! A receipt never carries a raw cursor: the chain digest stands for the traversal.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::IdCodec;
+use crate::contract::Contract;
+use crate::digest;
+use crate::idset::IdSet;
+use crate::reconcile::{Reconciler, Status, Violation};
+
+/// Version of the receipt format this build writes.
+pub const RECEIPT_FORMAT_VERSION: u32 = 1;
+/// ID ranges listed per label, per diff side, per missing list before "and N more".
+pub const RANGES_SHOWN_MAX: usize = 32;
+
+/// A run's identity in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunId(pub u64);
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run-{}", self.0)
+    }
+}
+
+impl std::str::FromStr for RunId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunId, String> {
+        let digits = s.strip_prefix("run-").unwrap_or(s);
+        digits
+            .parse()
+            .map(RunId)
+            .map_err(|_| format!("{s:?} is not a run ID (run-N or N)"))
+    }
+}
+
+/// What the receipt builder needs to know that the reconciler does not.
+#[derive(Debug, Clone)]
+pub struct RunMeta {
+    /// The run.
+    pub run_id: RunId,
+    /// Restarts that led to this run (0 for a first run).
+    pub restarts: u32,
+    /// When the run began, RFC 3339.
+    pub started_at: String,
+    /// When it finished, RFC 3339; `None` while it runs.
+    pub finished_at: Option<String>,
+    /// The run this one replaced, if it was a restart.
+    pub restarted_from: Option<RunId>,
+    /// The run that replaced this one, if it was superseded.
+    pub superseded_by: Option<RunId>,
+    /// The server-side count, when `count` mode got one.
+    pub server_count: Option<u64>,
+}
+
+/// ID ranges of a set in their original form, capped, with the total.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ranges {
+    /// `"FIRST..LAST"` strings, the first `RANGES_SHOWN_MAX`.
+    pub ranges: Vec<String>,
+    /// How many ranges there are in all.
+    pub ranges_total: u64,
+}
+
+impl Ranges {
+    /// The ranges of a set, rendered by the codec.
+    #[must_use]
+    pub fn of(set: &IdSet, codec: &IdCodec) -> Ranges {
+        let mut ranges = Vec::new();
+        let mut total = 0u64;
+        for (first, last) in set.ranges() {
+            if ranges.len() < RANGES_SHOWN_MAX {
+                ranges.push(format!("{}..{}", codec.render(first), codec.render(last)));
+            }
+            total += 1;
+        }
+        Ranges {
+            ranges,
+            ranges_total: total,
+        }
+    }
+}
+
+/// One label's summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabelSummary {
+    /// IDs carrying the label.
+    pub count: u64,
+    /// Their ranges.
+    #[serde(flatten)]
+    pub ranges: Ranges,
+}
+
+/// The completeness receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    /// The run.
+    pub run_id: String,
+    /// The scope's source.
+    pub source: String,
+    /// The scope's tenant.
+    pub tenant: Option<String>,
+    /// `sha256:` + hex of the scope's canonical JSON.
+    pub query_digest: String,
+    /// The snapshot the run was pinned to; null for a live scan.
+    pub snapshot_id: Option<String>,
+    /// `all`, `sample N` or `count`.
+    pub mode: String,
+    /// Pages observed.
+    pub pages_observed: u32,
+    /// The contract's expected count.
+    pub records_expected: Option<u64>,
+    /// Items returned, duplicates included.
+    pub records_observed: u64,
+    /// Unique IDs.
+    pub unique_ids_observed: u64,
+    /// Items whose ID was seen before.
+    pub duplicate_ids: u64,
+    /// The cursor chain digest.
+    pub cursor_chain_digest: String,
+    /// A terminal page with the end signal was observed.
+    pub terminal_cursor_observed: bool,
+    /// Budgets that stopped the run.
+    pub limits_hit: Vec<String>,
+    /// `verified`, `unknown` or `failed`.
+    pub coverage_status: Status,
+    /// `all_records_in_snapshot`, `all_records_live` or `none`.
+    pub conclusion_scope: String,
+    /// Findings.
+    pub violations: Vec<Violation>,
+    /// Findings past the kept ones.
+    #[serde(default)]
+    pub violations_dropped: u64,
+    /// The Merkle root over partitions.
+    pub merkle_root: String,
+    /// Non-empty partitions.
+    pub partitions: u64,
+    /// Per label: count and ranges.
+    pub labels: BTreeMap<String, LabelSummary>,
+    /// What a reference has that this run lacks, when a reference is given.
+    pub missing_id_ranges: Option<Ranges>,
+    /// Restarts that led to this run.
+    pub restarts: u32,
+    /// The run this one replaced.
+    pub restarted_from: Option<String>,
+    /// The run that replaced this one.
+    pub superseded_by: Option<String>,
+    /// `count` mode: the total, only when it is one (server count or verified traversal).
+    pub count_total: Option<u64>,
+    /// R6 fired: the receipt is rejected as evidence for the contract's query.
+    pub rejected: bool,
+    /// RFC 3339.
+    pub started_at: String,
+    /// RFC 3339; null while the run is in progress.
+    pub finished_at: Option<String>,
+    /// Receipt format version.
+    pub format_version: u32,
+}
+
+impl Receipt {
+    /// Builds the receipt of a run from its reconciler state.
+    #[must_use]
+    pub fn build(contract: &Contract, meta: &RunMeta, rec: &Reconciler) -> Receipt {
+        let p = rec.progress();
+        let status = rec.status();
+        let mut labels = BTreeMap::new();
+        for (name, set) in p.label_names.iter().zip(rec.labels()) {
+            labels.insert(
+                name.clone(),
+                LabelSummary {
+                    count: set.len(),
+                    ranges: Ranges::of(set, rec.codec()),
+                },
+            );
+        }
+        let count_total = match contract.mode {
+            crate::contract::Mode::Count => meta
+                .server_count
+                .or((status == Status::Verified).then(|| rec.ids().len())),
+            _ => None,
+        };
+        Receipt {
+            run_id: meta.run_id.to_string(),
+            source: contract.scope.source.clone(),
+            tenant: contract.scope.tenant.clone(),
+            query_digest: rec.query_digest().to_owned(),
+            snapshot_id: p.pinned_snapshot.clone(),
+            mode: contract.mode.name(),
+            pages_observed: p.pages_observed,
+            records_expected: contract.expected_count,
+            records_observed: p.records_observed,
+            unique_ids_observed: rec.ids().len(),
+            duplicate_ids: p.duplicate_ids,
+            cursor_chain_digest: digest::display(&p.chain),
+            terminal_cursor_observed: p.terminal_observed,
+            limits_hit: p.limits_hit.iter().map(|l| l.as_str().to_owned()).collect(),
+            coverage_status: status,
+            conclusion_scope: rec.conclusion_scope().to_owned(),
+            violations: p.violations.clone(),
+            violations_dropped: p.violations_dropped,
+            merkle_root: digest::display(&digest::merkle_root(rec.ids())),
+            partitions: rec.ids().partition_count() as u64,
+            labels,
+            missing_id_ranges: None,
+            restarts: meta.restarts,
+            restarted_from: meta.restarted_from.map(|r| r.to_string()),
+            superseded_by: meta.superseded_by.map(|r| r.to_string()),
+            count_total,
+            rejected: p
+                .violations
+                .iter()
+                .any(|v| v.kind == crate::reconcile::ViolationKind::QueryChanged),
+            started_at: meta.started_at.clone(),
+            finished_at: meta.finished_at.clone(),
+            format_version: RECEIPT_FORMAT_VERSION,
+        }
+    }
+
+    /// The exit code of SPEC §8 for this receipt.
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        self.coverage_status.exit_code()
+    }
+
+    /// A readable multi-line summary (the CLI's output without `--json`).
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{}  {}",
+            self.run_id,
+            self.coverage_status.as_str().to_uppercase()
+        );
+        let _ = writeln!(
+            s,
+            "  scope        {} / {}  ({})",
+            self.source,
+            self.tenant.as_deref().unwrap_or("-"),
+            self.query_digest
+        );
+        let _ = writeln!(
+            s,
+            "  snapshot     {}",
+            self.snapshot_id
+                .as_deref()
+                .unwrap_or("none (live scan: a weaker claim)")
+        );
+        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope);
+        let _ = writeln!(s, "  mode         {}", self.mode);
+        let _ = writeln!(
+            s,
+            "  pages        {} (terminal page observed: {})",
+            self.pages_observed,
+            if self.terminal_cursor_observed {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+        let expected = self
+            .records_expected
+            .map_or_else(|| "-".to_owned(), |n| n.to_string());
+        let _ = writeln!(
+            s,
+            "  records      {} observed, {} unique, {} duplicate, {} expected",
+            self.records_observed, self.unique_ids_observed, self.duplicate_ids, expected
+        );
+        if let Some(n) = self.count_total {
+            let _ = writeln!(s, "  count        {n}");
+        }
+        let _ = writeln!(s, "  partitions   {}", self.partitions);
+        let _ = writeln!(s, "  merkle root  {}", self.merkle_root);
+        let _ = writeln!(s, "  chain        {}", self.cursor_chain_digest);
+        if !self.limits_hit.is_empty() {
+            let _ = writeln!(s, "  limits hit   {}", self.limits_hit.join(", "));
+        }
+        for (name, l) in &self.labels {
+            let _ = writeln!(
+                s,
+                "  label        {name}: {} ({}{})",
+                l.count,
+                l.ranges.ranges.join(", "),
+                more(l.ranges.ranges.len(), l.ranges.ranges_total)
+            );
+        }
+        if let Some(m) = &self.missing_id_ranges {
+            let _ = writeln!(
+                s,
+                "  missing      {}{}",
+                m.ranges.join(", "),
+                more(m.ranges.len(), m.ranges_total)
+            );
+        }
+        if self.restarts > 0 {
+            let _ = writeln!(
+                s,
+                "  restarts     {} (from {})",
+                self.restarts,
+                self.restarted_from.as_deref().unwrap_or("-")
+            );
+        }
+        if let Some(by) = &self.superseded_by {
+            let _ = writeln!(s, "  superseded   by {by}");
+        }
+        for v in &self.violations {
+            let _ = writeln!(
+                s,
+                "  violation    {} on page {}: {}",
+                v.kind.as_str(),
+                v.page,
+                v.detail
+            );
+        }
+        if self.rejected {
+            let _ = writeln!(
+                s,
+                "  REJECTED     the source ran a different query than the contract's"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  time         {} .. {}",
+            self.started_at,
+            self.finished_at.as_deref().unwrap_or("(in progress)")
+        );
+        s
+    }
+}
+
+fn more(shown: usize, total: u64) -> String {
+    if (shown as u64) < total {
+        format!(" and {} more", total - shown as u64)
+    } else {
+        String::new()
+    }
+}
+
+/// Formats milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
+///
+/// ```
+/// assert_eq!(scanledger::receipt::rfc3339(0), "1970-01-01T00:00:00.000Z");
+/// assert_eq!(scanledger::receipt::rfc3339(1_788_081_480_000), "2026-08-30T09:18:00.000Z");
+/// ```
+#[must_use]
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm), for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        ms % 1000
+    )
+}

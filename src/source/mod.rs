@@ -1,0 +1,103 @@
+//! Page sources: where pages come from. `replay:FILE` (a scripted scenario) and `sim:` (a
+//! deterministic generator for demos, benches and simulation tests).
+//!
+//! A source only fetches: it never decides completeness (that is `reconcile`) and never
+//! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
+//! collector's timeouts bound.
+
+use serde_json::Value;
+
+use crate::contract::Page;
+use crate::error::SourceError;
+use crate::reconcile::Request;
+
+mod replay;
+mod sim;
+
+pub use replay::ReplaySource;
+pub use sim::{SimConfig, SimSource};
+
+/// One page request, exactly as the collector resends it on a retry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageRequest {
+    /// What to fetch.
+    pub request: Request,
+    /// Items asked for.
+    pub page_size: u32,
+    /// The pinned snapshot, sent along when known.
+    pub snapshot: Option<String>,
+    /// The contract's query, sent on every page.
+    pub query: Value,
+}
+
+/// Why a fetch produced no page.
+#[derive(Debug)]
+pub enum FetchError {
+    /// The source timed out (the collector's own timeout is separate and also counts).
+    Timeout,
+    /// The source answered with a server error; retried.
+    ServerError,
+    /// The cursor expired; the contract's policy decides.
+    ExpiredCursor,
+    /// Access denied; not retried.
+    Forbidden,
+    /// The source cannot go on at all (a replay file without an answer): an input error.
+    Fatal(SourceError),
+}
+
+/// A source of pages.
+pub trait PageSource {
+    /// Fetches one page.
+    fn fetch(
+        &mut self,
+        req: &PageRequest,
+    ) -> impl std::future::Future<Output = Result<Page, FetchError>>;
+
+    /// An authorized server-side count of the scope, if the source offers one (`count` mode).
+    fn count(&mut self) -> impl std::future::Future<Output = Option<u64>> {
+        std::future::ready(None)
+    }
+}
+
+/// A source named on the command line.
+#[derive(Debug)]
+pub enum AnySource {
+    /// `replay:FILE`.
+    Replay(ReplaySource),
+    /// `sim:KEY=VALUE,...`.
+    Sim(SimSource),
+}
+
+impl AnySource {
+    /// Parses a `--source` argument and opens the source.
+    ///
+    /// # Errors
+    /// `SourceError` for an unknown kind, an unreadable or malformed file, bad parameters.
+    pub fn open(spec: &str) -> Result<AnySource, SourceError> {
+        if let Some(path) = spec.strip_prefix("replay:") {
+            return Ok(AnySource::Replay(ReplaySource::open(path.as_ref())?));
+        }
+        if let Some(params) = spec.strip_prefix("sim:") {
+            return Ok(AnySource::Sim(SimSource::new(SimConfig::parse(params)?)));
+        }
+        Err(SourceError::UnknownKind {
+            spec: spec.chars().take(64).collect(),
+        })
+    }
+}
+
+impl PageSource for AnySource {
+    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        match self {
+            AnySource::Replay(s) => s.fetch(req).await,
+            AnySource::Sim(s) => s.fetch(req).await,
+        }
+    }
+
+    async fn count(&mut self) -> Option<u64> {
+        match self {
+            AnySource::Replay(s) => s.count().await,
+            AnySource::Sim(s) => s.count().await,
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `sim:KEY=VALUE,...`: a deterministic in-process source for demos, benches and simulations.
+//!
+//! `records=N` IDs (default 1000), from `start=S` (default 1), `ids=dense` (consecutive) or
+//! `ids=random` (a fixed permutation of a space five times larger, so 20% dense), pages of the
+//! request's size, snapshot `snapshot=NAME` (default `sim-SEED`), `label_every=K` to label
+//! every K-th ID `needs_migration`, `delay_ms=N` per page, and injected faults on a 1-based
+//! page index: `timeout_at=P` (first attempt times out), `fail_at=P` (every attempt fails),
+//! `expire_at=P` (the cursor expires once), `dup_at=P` (the page repeats an earlier ID).
+//! `count=false` hides the server-side count.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::{FetchError, PageRequest, PageSource};
+use crate::contract::{Item, Page, RawId};
+use crate::error::SourceError;
+use crate::reconcile::Request;
+
+/// Records one simulated collection may hold.
+pub(crate) const SIM_RECORDS_MAX: u64 = 1 << 36;
+
+/// The parameters of a simulated collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Records in the collection.
+    pub records: u64,
+    /// The first ID.
+    pub start: u64,
+    /// IDs consecutive (false) or a fixed permutation of a five-times larger space (true).
+    pub random: bool,
+    /// Seed of the permutation and the default snapshot name.
+    pub seed: u64,
+    /// Snapshot name echoed on every page.
+    pub snapshot: Option<String>,
+    /// Label every K-th ID `needs_migration`.
+    pub label_every: Option<u64>,
+    /// Wait per page.
+    pub delay_ms: u64,
+    /// Page whose first attempt times out.
+    pub timeout_at: Option<u32>,
+    /// Page whose every attempt fails with a server error.
+    pub fail_at: Option<u32>,
+    /// Page whose cursor expires once.
+    pub expire_at: Option<u32>,
+    /// Page that repeats an earlier ID.
+    pub dup_at: Option<u32>,
+    /// Whether the source offers a server-side count.
+    pub count: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            records: 1000,
+            start: 1,
+            random: false,
+            seed: 1,
+            snapshot: None,
+            label_every: None,
+            delay_ms: 0,
+            timeout_at: None,
+            fail_at: None,
+            expire_at: None,
+            dup_at: None,
+            count: true,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Parses `KEY=VALUE,...`.
+    ///
+    /// # Errors
+    /// `SourceError::Sim` naming the key.
+    pub fn parse(params: &str) -> Result<SimConfig, SourceError> {
+        let mut c = SimConfig::default();
+        for kv in params.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| SourceError::Sim {
+                problem: format!("{kv:?} is not KEY=VALUE"),
+            })?;
+            let num = || -> Result<u64, SourceError> {
+                v.parse().map_err(|_| SourceError::Sim {
+                    problem: format!("{k}: {v:?} is not a non-negative integer"),
+                })
+            };
+            let page = || -> Result<Option<u32>, SourceError> {
+                v.parse().map(Some).map_err(|_| SourceError::Sim {
+                    problem: format!("{k}: {v:?} is not a page index"),
+                })
+            };
+            match k {
+                "records" => c.records = num()?,
+                "start" => c.start = num()?,
+                "seed" => c.seed = num()?,
+                "ids" => {
+                    c.random = match v {
+                        "dense" => false,
+                        "random" => true,
+                        _ => {
+                            return Err(SourceError::Sim {
+                                problem: format!("ids: {v:?} is not dense or random"),
+                            })
+                        }
+                    }
+                }
+                "snapshot" => c.snapshot = Some(v.to_owned()),
+                "label_every" => c.label_every = Some(num()?.max(1)),
+                "delay_ms" => c.delay_ms = num()?.min(60_000),
+                "timeout_at" => c.timeout_at = page()?,
+                "fail_at" => c.fail_at = page()?,
+                "expire_at" => c.expire_at = page()?,
+                "dup_at" => c.dup_at = page()?,
+                "count" => c.count = v == "true",
+                _ => {
+                    return Err(SourceError::Sim {
+                        problem: format!("unknown key {k:?}"),
+                    })
+                }
+            }
+        }
+        if c.records > SIM_RECORDS_MAX {
+            return Err(SourceError::Sim {
+                problem: format!("records: more than {SIM_RECORDS_MAX}"),
+            });
+        }
+        if c.start.checked_add(c.records.saturating_mul(5)).is_none() {
+            return Err(SourceError::Sim {
+                problem: "start + records overflows the ID space".to_owned(),
+            });
+        }
+        Ok(c)
+    }
+}
+
+/// The simulated source.
+#[derive(Debug)]
+pub struct SimSource {
+    cfg: SimConfig,
+    space: u64,
+    stride: u64,
+    timed_out: HashSet<u32>,
+    expired: HashSet<u32>,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl SimSource {
+    /// A source over the configured collection.
+    #[must_use]
+    pub fn new(cfg: SimConfig) -> SimSource {
+        let space = cfg.records.saturating_mul(5).max(1);
+        // A stride coprime with the space makes i -> i * stride mod space a permutation.
+        let mut stride = (space / 8 * 5 + cfg.seed % 997) | 1;
+        // Bounded: among any 2 * space consecutive numbers one is coprime (1 at worst).
+        for _ in 0..space.min(1 << 20) {
+            if gcd(stride, space) == 1 {
+                break;
+            }
+            stride += 1;
+        }
+        if gcd(stride, space) != 1 {
+            stride = 1;
+        }
+        SimSource {
+            cfg,
+            space,
+            stride,
+            timed_out: HashSet::new(),
+            expired: HashSet::new(),
+        }
+    }
+
+    /// The ID at position `i` of the collection.
+    #[must_use]
+    pub fn id_at(&self, i: u64) -> u64 {
+        if self.cfg.random {
+            let x = u128::from(i) * u128::from(self.stride) % u128::from(self.space);
+            // x < space, which is a u64.
+            self.cfg.start + x as u64
+        } else {
+            self.cfg.start + i
+        }
+    }
+
+    fn snapshot(&self) -> String {
+        self.cfg
+            .snapshot
+            .clone()
+            .unwrap_or_else(|| format!("sim-{}", self.cfg.seed))
+    }
+}
+
+impl PageSource for SimSource {
+    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        let offset = match &req.request {
+            Request::First => 0,
+            Request::Cursor(c) => c
+                .strip_prefix("sim-offset-")
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or(FetchError::ServerError)?,
+            Request::After(k) if !self.cfg.random => k
+                .parse::<u64>()
+                .ok()
+                .and_then(|k| k.checked_sub(self.cfg.start))
+                .map_or(0, |p| p + 1),
+            Request::After(_) => return Err(FetchError::ServerError),
+        };
+        let size = u64::from(req.page_size.max(1));
+        let page_idx = u32::try_from(offset / size + 1).unwrap_or(u32::MAX);
+        if self.cfg.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.cfg.delay_ms)).await;
+        }
+        if self.cfg.fail_at == Some(page_idx) {
+            return Err(FetchError::ServerError);
+        }
+        if self.cfg.timeout_at == Some(page_idx) && self.timed_out.insert(page_idx) {
+            return Err(FetchError::Timeout);
+        }
+        if self.cfg.expire_at == Some(page_idx)
+            && matches!(req.request, Request::Cursor(_))
+            && self.expired.insert(page_idx)
+        {
+            return Err(FetchError::ExpiredCursor);
+        }
+        let end = offset.saturating_add(size).min(self.cfg.records);
+        let mut items: Vec<Item> = (offset..end)
+            .map(|i| {
+                let id = self.id_at(i);
+                let labels = match self.cfg.label_every {
+                    Some(k) if i % k == k - 1 => vec!["needs_migration".to_owned()],
+                    _ => Vec::new(),
+                };
+                Item {
+                    id: RawId::Int(id),
+                    labels,
+                }
+            })
+            .collect();
+        if self.cfg.dup_at == Some(page_idx) && offset > 0 {
+            if let Some(first) = items.first_mut() {
+                first.id = RawId::Int(self.id_at(offset - 1));
+            }
+        }
+        let next = (end < self.cfg.records).then(|| format!("sim-offset-{end}"));
+        Ok(Page {
+            size_bytes: items.len() as u64 * 12,
+            items,
+            next,
+            complete: Some(end >= self.cfg.records),
+            snapshot: Some(self.snapshot()),
+            query: None,
+            truncated: false,
+        })
+    }
+
+    async fn count(&mut self) -> Option<u64> {
+        self.cfg.count.then_some(self.cfg.records)
+    }
+}
