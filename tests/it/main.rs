@@ -1,0 +1,8 @@
+//! Integration tests: one binary, through the public API and the real `scanledger` binary.
+
+mod crash;
+mod evidence;
+mod props;
+mod scenarios;
+mod store_files;
+mod util;
