@@ -89,6 +89,9 @@ pub struct WriteOpts {
     /// Print a progress line to stderr every few seconds.
     #[arg(long)]
     pub progress: bool,
+    /// Print `ack run-N page P` to stderr after every committed checkpoint (crash tests).
+    #[arg(long, hide = true)]
+    pub ack_pages: bool,
 }
 
 impl WriteOpts {
@@ -114,7 +117,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             let contract = read_contract(&contract)?;
             let mut source = AnySource::open(&source)?;
             let mut store = Store::open(&cli.store, write.store_options())?;
-            let mut sink = ProgressSink::new(&mut store, write.progress);
+            let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
             let done = runtime()?.block_on(collect::scan(&contract, &mut source, &mut sink))?;
             print_receipt(&done.receipt(), cli.json)?;
             Ok(done.exit_code())
@@ -137,7 +140,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             };
             let loaded = store.prepare_resume(run, &raise)?;
             let mut source = AnySource::open(&source)?;
-            let mut sink = ProgressSink::new(&mut store, write.progress);
+            let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
             let done = runtime()?.block_on(collect::resume(
                 loaded.contract,
                 loaded.meta,
@@ -246,14 +249,16 @@ fn emit(text: &str) -> Result<(), Error> {
 struct ProgressSink<'a> {
     store: &'a mut Store,
     enabled: bool,
+    ack: bool,
     last: std::time::Instant,
 }
 
 impl<'a> ProgressSink<'a> {
-    fn new(store: &'a mut Store, enabled: bool) -> ProgressSink<'a> {
+    fn new(store: &'a mut Store, enabled: bool, ack: bool) -> ProgressSink<'a> {
         ProgressSink {
             store,
             enabled,
+            ack,
             last: std::time::Instant::now(),
         }
     }
@@ -282,6 +287,11 @@ impl RunSink for ProgressSink<'_> {
         page: Option<&PageLog>,
     ) -> Result<(), Error> {
         self.store.checkpoint(run, rec, page)?;
+        if self.ack {
+            if let Some(p) = page {
+                eprintln!("ack {run} page {}", p.page_idx);
+            }
+        }
         if self.enabled && self.last.elapsed().as_secs() >= 2 {
             self.last = std::time::Instant::now();
             let p = rec.progress();
