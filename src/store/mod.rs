@@ -174,9 +174,21 @@ impl Store {
         check_not_empty(path)?;
         let mut builder = Database::builder();
         builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-        let db = builder
-            .open_read_only(path)
-            .map_err(|e| map_db_error(path, e))?;
+        let db = match builder.open_read_only(path) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::RepairAborted) => {
+                // A writer was killed: the file needs redb's recovery, which a read-only handle
+                // refuses to run. Open it once for writing (which recovers to the last
+                // committed transaction), close it, and read.
+                let mut wb = Database::builder();
+                wb.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+                drop(wb.open(path).map_err(|e| map_db_error(path, e))?);
+                builder
+                    .open_read_only(path)
+                    .map_err(|e| map_db_error(path, e))?
+            }
+            Err(e) => return Err(map_db_error(path, e)),
+        };
         let store = Store {
             db: Db::Read(db),
             path: path.to_owned(),
