@@ -29,6 +29,8 @@ use crate::reconcile::{Reconciler, Request, Status};
 
 pub(crate) mod codec;
 use codec::{RunRecord, RunState};
+#[cfg(test)]
+mod tests;
 
 /// The on-disk format version this build writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -157,6 +159,33 @@ impl Store {
             store.check_format()?;
         } else {
             store.init_format()?;
+        }
+        Ok(store)
+    }
+
+    /// Opens (or creates) a store on a custom redb backend: the crash tests' power-loss
+    /// simulator. Exclusive-writer mode, since such backends have no byte-range locks.
+    #[cfg(test)]
+    pub(crate) fn open_backend(
+        backend: impl redb::StorageBackend,
+        create: bool,
+        options: StoreOptions,
+    ) -> Result<Store, StoreError> {
+        let path = PathBuf::from("<memory backend>");
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(|e| map_db_error(&path, e))?;
+        let mut store = Store {
+            db: Db::Write(db),
+            path,
+            options,
+            poisoned: false,
+            pages_since_durable: 0,
+        };
+        if create {
+            store.init_format()?;
+        } else {
+            store.check_format()?;
         }
         Ok(store)
     }
