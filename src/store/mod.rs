@@ -142,7 +142,9 @@ impl Store {
         let mut builder = Database::builder();
         builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
         let db = if exists {
-            check_not_empty(path)?;
+            // Validate read-only first: opening a foreign or newer file for writing could
+            // change it before we know it is not ours.
+            drop(Store::open_read(path)?);
             builder.open(path)
         } else {
             builder.create(path)
@@ -257,7 +259,8 @@ impl Store {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
         }
-        .map_err(|e| self.backend("begin read", e))
+        // A read that fails is a file that cannot be trusted (truncated, damaged).
+        .map_err(|e| self.corrupt(e))
     }
 
     fn write_db(&self) -> Result<&Database, StoreError> {
@@ -993,5 +996,222 @@ fn map_db_error(path: &Path, e: redb::DatabaseError) -> StoreError {
             path: path.to_owned(),
             detail: other.to_string(),
         },
+    }
+}
+
+/// Bytes of the per-store key that signs page tokens (`token` module).
+pub const MAC_KEY_LEN: usize = 32;
+/// The META key under which the page-token key is kept.
+const MAC_KEY_META: &str = "page_token_key";
+
+/// What `diff`, `missing`, `export` and `page` need of a run, read without its bitmaps.
+#[derive(Debug, Clone)]
+pub struct RunHeader {
+    /// The run.
+    pub run_id: RunId,
+    /// Its effective contract.
+    pub contract: Contract,
+    /// `running`, `finished` or `superseded`.
+    pub state: &'static str,
+    /// The coverage status as of the last checkpoint.
+    pub coverage_status: Status,
+    /// Pages observed (also the run's version stamp: every checkpoint adds a page).
+    pub pages_observed: u32,
+    /// Unique IDs observed.
+    pub unique_ids_observed: u64,
+    /// Non-empty partitions.
+    pub partitions: u64,
+    /// The Merkle root stored when the run finished.
+    pub merkle_root: Option<Hash>,
+    /// The `prefixed` codec's prefix, given or learned.
+    pub id_prefix: Option<String>,
+}
+
+// Evidence accessors (issue 4): appended in their own block so that edits to the functions
+// above do not collide with them. Every one reads in a single transaction.
+impl Store {
+    /// A run's header: contract, state, counts and stored root, without loading a bitmap.
+    ///
+    /// # Errors
+    /// `UnknownRun`, or `StoreError` when unreadable or corrupt.
+    pub fn run_header(&self, run: RunId) -> Result<RunHeader, StoreError> {
+        let txn = self.read_txn()?;
+        let rec = self.run_record(&txn, run)?;
+        let contract = self.contract_of(run.0, &rec)?;
+        Ok(RunHeader {
+            run_id: run,
+            id_prefix: rec
+                .progress
+                .id_prefix
+                .clone()
+                .or_else(|| contract.id_prefix.clone()),
+            contract,
+            state: rec.state.as_str(),
+            coverage_status: rec.status,
+            pages_observed: rec.progress.pages_observed,
+            unique_ids_observed: rec.unique_ids,
+            partitions: rec.partitions,
+            merkle_root: rec.merkle_root,
+        })
+    }
+
+    /// The codec that renders a run's IDs in their original form: the contract's kind, the
+    /// learned prefix and, for the `string` codec, the interner of the run's (source, tenant).
+    ///
+    /// # Errors
+    /// `StoreError` when the interner is unreadable or corrupt.
+    pub fn codec(&self, header: &RunHeader) -> Result<IdCodec, StoreError> {
+        let mut codec = IdCodec::new(header.contract.id_codec, header.id_prefix.clone());
+        if header.contract.id_codec == IdCodecKind::String {
+            let txn = self.read_txn()?;
+            *codec.interner_mut() = self.interner_in(&txn, &scope_key(&header.contract))?;
+        }
+        Ok(codec)
+    }
+
+    /// Several partitions of a run (low 16 bits), in the order asked; `None` for an empty one.
+    ///
+    /// # Errors
+    /// `StoreError` when unreadable or a bitmap does not decode.
+    pub fn partitions_of(
+        &self,
+        run: RunId,
+        indexes: &[u64],
+    ) -> Result<Vec<(u64, Option<RoaringBitmap>)>, StoreError> {
+        let txn = self.read_txn()?;
+        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+        let mut out = Vec::with_capacity(indexes.len());
+        for &p in indexes {
+            let bitmap = match table.get((run.0, p)).map_err(|e| self.corrupt(e))? {
+                None => None,
+                Some(v) => Some(codec::decode_bitmap(v.value()).ok_or_else(|| {
+                    self.corrupted("ids", run.0, "partition bitmap does not decode")
+                })?),
+            };
+            out.push((p, bitmap));
+        }
+        Ok(out)
+    }
+
+    /// The partitions `first..=last` of a run's ID set.
+    ///
+    /// # Errors
+    /// `StoreError` when unreadable or a bitmap does not decode.
+    pub fn partitions_between(
+        &self,
+        run: RunId,
+        first: u64,
+        last: u64,
+    ) -> Result<IdSet, StoreError> {
+        let txn = self.read_txn()?;
+        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+        let mut set = IdSet::new();
+        if first > last {
+            return Ok(set);
+        }
+        for entry in table
+            .range((run.0, first)..=(run.0, last))
+            .map_err(|e| self.corrupt(e))?
+        {
+            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+            let b = codec::decode_bitmap(v.value())
+                .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))?;
+            set.set_partition(k.value().1, b);
+        }
+        Ok(set)
+    }
+
+    /// Up to `n_max` IDs of a run at or above `start`, ascending: one page of `page`.
+    /// Reads partitions from `start`'s onward and stops as soon as it has enough.
+    ///
+    /// # Errors
+    /// `StoreError` when unreadable or a bitmap does not decode.
+    pub fn ids_from(&self, run: RunId, start: u64, n_max: usize) -> Result<Vec<u64>, StoreError> {
+        let txn = self.read_txn()?;
+        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+        let mut out = Vec::with_capacity(n_max.min(1 << 16));
+        let first = crate::idset::partition_of(start);
+        for entry in table
+            .range((run.0, first)..=(run.0, u64::MAX))
+            .map_err(|e| self.corrupt(e))?
+        {
+            if out.len() >= n_max {
+                break;
+            }
+            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+            let b = codec::decode_bitmap(v.value())
+                .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))?;
+            let base = k.value().1 << crate::idset::PARTITION_BITS;
+            for low in &b {
+                let id = base | u64::from(low);
+                if id < start {
+                    continue;
+                }
+                if out.len() >= n_max {
+                    break;
+                }
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The store's page-token key, if one was made.
+    ///
+    /// # Errors
+    /// `StoreError` when unreadable, or the key has the wrong length.
+    pub fn page_token_key(&self) -> Result<Option<[u8; MAC_KEY_LEN]>, StoreError> {
+        let txn = self.read_txn()?;
+        let meta = txn.open_table(META).map_err(|e| self.corrupt(e))?;
+        let Some(v) = meta.get(MAC_KEY_META).map_err(|e| self.corrupt(e))? else {
+            return Ok(None);
+        };
+        let key = <[u8; MAC_KEY_LEN]>::try_from(v.value())
+            .map_err(|_| self.corrupted("meta", 0, "page_token_key is not 32 bytes"))?;
+        Ok(Some(key))
+    }
+
+    /// The store's page-token key, made from `/dev/urandom` and kept in META at first use.
+    /// The key never leaves the store: it only signs and checks tokens.
+    ///
+    /// # Errors
+    /// `StoreError` when the store is read-only or unwritable, or the random source fails.
+    pub fn mac_key(&mut self) -> Result<[u8; MAC_KEY_LEN], StoreError> {
+        if let Some(key) = self.page_token_key()? {
+            return Ok(key);
+        }
+        let db = self.write_db()?;
+        let txn = db
+            .begin_write()
+            .map_err(|e| self.backend("begin write", e))?;
+        let key;
+        {
+            let mut meta = txn
+                .open_table(META)
+                .map_err(|e| self.backend("open meta", e))?;
+            // Another writer may have made the key between our read and this transaction.
+            let existing = meta
+                .get(MAC_KEY_META)
+                .map_err(|e| self.backend("read meta", e))?
+                .map(|v| <[u8; MAC_KEY_LEN]>::try_from(v.value()));
+            key = match existing {
+                Some(Ok(k)) => k,
+                Some(Err(_)) => {
+                    return Err(self.corrupted("meta", 0, "page_token_key is not 32 bytes"))
+                }
+                None => {
+                    let mut k = [0u8; MAC_KEY_LEN];
+                    let mut urandom = std::fs::File::open("/dev/urandom")
+                        .map_err(|e| self.backend("open /dev/urandom", e))?;
+                    std::io::Read::read_exact(&mut urandom, &mut k)
+                        .map_err(|e| self.backend("read /dev/urandom", e))?;
+                    meta.insert(MAC_KEY_META, k.as_slice())
+                        .map_err(|e| self.backend("write meta", e))?;
+                    k
+                }
+            };
+        }
+        txn.commit().map_err(|e| self.backend("commit", e))?;
+        Ok(key)
     }
 }

@@ -1,1 +1,228 @@
-//! (to be written)
+//! Bad store files and concurrent access, through the real binary (a child process, so an
+//! abort or a panic shows up as an exit code instead of taking the test runner down).
+//!
+//! The failures these guard against: a corrupt, truncated, empty, foreign or newer-format file
+//! that panics the program, or worse, is silently treated as an empty store (redb's
+//! `Database::create` starts a fresh database on a 0-byte file) so that `runs` says "no runs"
+//! and a new scan overwrites the evidence.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util;
+
+const CONTRACT: &str = r#"{"source": "files", "tenant": "t", "page_size": 50}"#;
+
+/// Makes a valid store with one verified run; returns its path.
+fn valid_store(dir: &std::path::Path) -> String {
+    let contract = util::write(dir, "contract.json", CONTRACT);
+    let store = dir.join("good.redb").to_string_lossy().into_owned();
+    let (code, _, err) = util::run(&[
+        "--store",
+        &store,
+        "scan",
+        "--contract",
+        &contract,
+        "--source",
+        "sim:records=2000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    store
+}
+
+#[track_caller]
+fn check_refused(store: &str, expect_in_message: &str) {
+    let dir = std::path::Path::new(store).parent().unwrap();
+    let contract = util::write(dir, "contract.json", CONTRACT);
+    let before = std::fs::read(store).unwrap();
+    for args in [
+        vec!["--store", store, "runs"],
+        vec!["--store", store, "receipt", "1"],
+        vec![
+            "--store",
+            store,
+            "scan",
+            "--contract",
+            &contract,
+            "--source",
+            "sim:records=10",
+        ],
+        vec![
+            "--store",
+            store,
+            "resume",
+            "1",
+            "--source",
+            "sim:records=10",
+        ],
+    ] {
+        let (code, out, err) = util::run(&args);
+        assert_eq!(code, 2, "{args:?}: exit {code}, stdout {out}, stderr {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(
+            err.contains(store),
+            "{args:?}: the message does not name the path: {err}"
+        );
+        assert!(
+            err.contains(expect_in_message),
+            "{args:?}: expected {expect_in_message:?} in: {err}"
+        );
+    }
+    assert!(
+        std::fs::read(store).unwrap() == before,
+        "{store}: a refused store file was modified"
+    );
+}
+
+#[test]
+fn empty_store_file_is_refused_not_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = util::write(dir.path(), "empty.redb", "");
+    check_refused(&store, "empty");
+}
+
+#[test]
+fn garbage_store_file_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..64 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let store = dir.path().join("garbage.redb");
+    std::fs::write(&store, bytes).unwrap();
+    check_refused(&store.to_string_lossy(), "corrupt");
+}
+
+#[test]
+fn truncated_store_file_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = valid_store(dir.path());
+    let bytes = std::fs::read(&store).unwrap();
+    for keep in [bytes.len() / 2, 4096, 100] {
+        std::fs::write(&store, &bytes[..keep]).unwrap();
+        check_refused(&store, "corrupt");
+    }
+}
+
+#[test]
+fn foreign_redb_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("foreign.redb");
+    {
+        let db = redb::Database::create(&store).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("other");
+            txn.open_table(def).unwrap().insert("x", 1).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    check_refused(&store.to_string_lossy(), "not a scanledger store");
+}
+
+#[test]
+fn newer_format_version_is_refused_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = valid_store(dir.path());
+    {
+        let db = redb::Database::open(&store).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+            txn.open_table(def)
+                .unwrap()
+                .insert("format_version", 99u32.to_le_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    check_refused(&store, "format version 99");
+}
+
+#[test]
+fn corrupt_value_in_a_table_names_table_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = valid_store(dir.path());
+    {
+        let db = redb::Database::open(&store).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<(u64, u64), &[u8]> = redb::TableDefinition::new("ids");
+            txn.open_table(def)
+                .unwrap()
+                .insert((1, 0), [1u8, 2, 3].as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (code, _, err) = util::run(&["--store", &store, "receipt", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("table ids") && err.contains("run 1"), "{err}");
+    // `runs` reads only run records, which are intact.
+    let (code, out, _) = util::run(&["--store", &store, "runs"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("run-1"));
+}
+
+#[test]
+fn missing_store_is_an_input_error_for_read_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("nope.redb").to_string_lossy().into_owned();
+    let (code, _, err) = util::run(&["--store", &store, "runs"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(
+        !std::path::Path::new(&store).exists(),
+        "a read command created the store"
+    );
+}
+
+#[test]
+fn readers_work_while_a_scan_writes_and_a_second_writer_is_told_the_store_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = util::write(dir.path(), "contract.json", CONTRACT);
+    let store = dir.path().join("busy.redb").to_string_lossy().into_owned();
+    let mut writer = Command::new(util::bin())
+        .args([
+            "--store",
+            &store,
+            "scan",
+            "--contract",
+            &contract,
+            "--source",
+            "sim:records=3000,delay_ms=20",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) for the first run to be visible.
+    let mut seen = false;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(25));
+        let (code, out, _) = util::run(&["--store", &store, "runs"]);
+        if code == 0 && out.contains("run-1") {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "runs never showed the run being written");
+    let (code, out, err) = util::run(&["--store", &store, "--json", "receipt", "1"]);
+    assert_eq!(
+        code, 3,
+        "an in-progress run's receipt is unknown: {out} {err}"
+    );
+    let (code, _, err) = util::run(&[
+        "--store",
+        &store,
+        "scan",
+        "--contract",
+        &contract,
+        "--source",
+        "sim:records=10",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("locked by another process"), "{err}");
+    let _ = writer.kill();
+    let _ = writer.wait();
+}
