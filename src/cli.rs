@@ -287,7 +287,7 @@ impl RunSink for ProgressSink<'_> {
         page: Option<&PageLog>,
     ) -> Result<(), Error> {
         self.store.checkpoint(run, rec, page)?;
-        if self.ack {
+        if self.ack && self.store.pending_pages() == 0 {
             if let Some(p) = page {
                 eprintln!("ack {run} page {}", p.page_idx);
             }

@@ -4,9 +4,10 @@
 //! the page record, the bitmaps of the partitions the page touched, the run record (counts,
 //! chain digest, violations) and the request to continue from, so a crash at any instant
 //! leaves the store at the last committed page: nothing lost, nothing counted twice.
-//! Group commit (`checkpoint_every_pages`) commits the pages in between without fsync
-//! (`Durability::None`); the invariant "the stored cursor matches the stored IDs" still holds
-//! because every transaction carries both.
+//! Group commit (`checkpoint_every_pages = N`) holds pages in memory and commits N at a time
+//! in one transaction, so the invariant "the stored cursor matches the stored IDs" still holds
+//! and a crash re-fetches at most the pages since the last commit. (redb refuses non-durable
+//! commits on a file shared with reader processes, which `runs` during a scan needs.)
 //! Decoding never trusts the file: every value is checked and a failure names table and run.
 //! After a failed commit the store is poisoned and refuses writes until reopened.
 
@@ -51,8 +52,9 @@ const INTERN_REV: TableDefinition<(&str, u64), &str> = TableDefinition::new("int
 pub struct StoreOptions {
     /// Keep the raw cursor that `resume` needs (in the restricted CURSORS table). Default true.
     pub keep_cursors: bool,
-    /// Make every N-th page checkpoint durable (fsync); the others commit without fsync.
-    /// 1 (the default) makes every page durable.
+    /// Commit (durably, with fsync) every N pages instead of every page; a crash then
+    /// re-fetches at most the N - 1 pages since the last commit. 1 (the default) commits
+    /// every page.
     pub checkpoint_every_pages: u32,
 }
 
@@ -76,7 +78,7 @@ pub struct Store {
     path: PathBuf,
     options: StoreOptions,
     poisoned: bool,
-    pages_since_durable: u32,
+    pending_pages: Vec<PageLog>,
 }
 
 impl std::fmt::Debug for Store {
@@ -155,7 +157,7 @@ impl Store {
             path: path.to_owned(),
             options,
             poisoned: false,
-            pages_since_durable: 0,
+            pending_pages: Vec::new(),
         };
         if exists {
             store.check_format()?;
@@ -182,7 +184,7 @@ impl Store {
             path,
             options,
             poisoned: false,
-            pages_since_durable: 0,
+            pending_pages: Vec::new(),
         };
         if create {
             store.init_format()?;
@@ -225,7 +227,7 @@ impl Store {
             path: path.to_owned(),
             options: StoreOptions::default(),
             poisoned: false,
-            pages_since_durable: 0,
+            pending_pages: Vec::new(),
         };
         store.check_format()?;
         Ok(store)
@@ -667,18 +669,21 @@ impl Store {
         page: Option<&PageLog>,
         finish: Option<(RunState, u64)>,
     ) -> Result<(), StoreError> {
-        let durable = finish.is_some()
+        if let Some(p) = page {
+            self.pending_pages.push(p.clone());
+        }
+        // Group commit: pages accumulate in memory (the reconciler keeps the set of touched
+        // partitions) until N are pending; a stop, a finish or a policy switch commits at once.
+        let due = finish.is_some()
             || page.is_none()
-            || self.pages_since_durable + 1 >= self.options.checkpoint_every_pages.max(1);
-        let result = self.write_checkpoint_inner(run, rec, page, finish, durable);
-        match result {
+            || self.pending_pages.len() >= self.options.checkpoint_every_pages.max(1) as usize;
+        if !due {
+            return Ok(());
+        }
+        let pages = std::mem::take(&mut self.pending_pages);
+        match self.write_checkpoint_inner(run, rec, &pages, finish) {
             Ok(()) => {
                 rec.codec_mut().interner_mut().mark_persisted();
-                self.pages_since_durable = if durable {
-                    0
-                } else {
-                    self.pages_since_durable + 1
-                };
                 Ok(())
             }
             Err(e) => {
@@ -689,24 +694,25 @@ impl Store {
         }
     }
 
+    /// Pages observed but not yet committed (group commit).
+    #[must_use]
+    pub fn pending_pages(&self) -> usize {
+        self.pending_pages.len()
+    }
+
     fn write_checkpoint_inner(
         &self,
         run: RunId,
         rec: &mut Reconciler,
-        page: Option<&PageLog>,
+        page_logs: &[PageLog],
         finish: Option<(RunState, u64)>,
-        durable: bool,
     ) -> Result<(), StoreError> {
         let db = self.write_db()?;
         let mut txn = db
             .begin_write()
             .map_err(|e| self.backend("begin write", e))?;
-        txn.set_durability(if durable {
-            Durability::Immediate
-        } else {
-            Durability::None
-        })
-        .map_err(|e| self.backend("set durability", e))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| self.backend("set durability", e))?;
         let (parts, label_parts) = rec.take_touched();
         let mut record;
         {
@@ -743,10 +749,10 @@ impl Store {
                         .map_err(|e| self.backend("write labels", e))?;
                 }
             }
-            if let Some(pl) = page {
-                let mut pages = txn
-                    .open_table(PAGES)
-                    .map_err(|e| self.backend("open pages", e))?;
+            let mut pages = txn
+                .open_table(PAGES)
+                .map_err(|e| self.backend("open pages", e))?;
+            for pl in page_logs {
                 pages
                     .insert((run.0, pl.page_idx), codec::encode_page(pl).as_slice())
                     .map_err(|e| self.backend("write pages", e))?;
@@ -1213,5 +1219,129 @@ impl Store {
         }
         txn.commit().map_err(|e| self.backend("commit", e))?;
         Ok(key)
+    }
+}
+
+/// The diff of two stored runs, with what it took.
+#[derive(Debug, Clone)]
+pub struct RunDiff {
+    /// The old run.
+    pub old: RunHeader,
+    /// The new run.
+    pub new: RunHeader,
+    /// What changed from old to new.
+    pub diff: crate::diff::Diff,
+    /// Partition bitmaps read from the store (0 when the roots matched).
+    pub partitions_loaded: u64,
+}
+
+impl Store {
+    /// Diffs two runs of one (source, tenant): compares the stored Merkle roots, then the
+    /// leaves, then loads only the partitions whose leaves differ (both sides, in one read
+    /// transaction each). Two equal finished runs cost two run-record reads.
+    ///
+    /// # Errors
+    /// `Error::Usage` when the runs are not comparable (`diff::comparable`); `StoreError`
+    /// when a run is unknown, unreadable or corrupt.
+    pub fn diff_runs(&self, old: RunId, new: RunId) -> Result<RunDiff, Error> {
+        let old_h = self.run_header(old)?;
+        let new_h = self.run_header(new)?;
+        crate::diff::comparable(&old_h.comparable(), &new_h.comparable())
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        if let (Some(a), Some(b)) = (old_h.merkle_root, new_h.merkle_root) {
+            if a == b {
+                return Ok(RunDiff {
+                    old: old_h,
+                    new: new_h,
+                    diff: crate::diff::Diff::default(),
+                    partitions_loaded: 0,
+                });
+            }
+        }
+        let differing = crate::diff::differing_partitions(&self.leaves(old)?, &self.leaves(new)?);
+        let old_parts = self.partitions_of(old, &differing)?;
+        let new_parts = self.partitions_of(new, &differing)?;
+        let partitions_loaded = old_parts
+            .iter()
+            .chain(&new_parts)
+            .filter(|(_, b)| b.is_some())
+            .count() as u64;
+        let diff = crate::diff::of_partitions(
+            old_parts
+                .iter()
+                .zip(&new_parts)
+                .map(|((p, o), (_, n))| (*p, o.as_ref(), n.as_ref())),
+        );
+        Ok(RunDiff {
+            old: old_h,
+            new: new_h,
+            diff,
+            partitions_loaded,
+        })
+    }
+
+    /// Recomputes a receipt from the store's evidence for its run (`verify::check`). An
+    /// unknown or malformed `run_id` is a mismatch of that field, not an error.
+    ///
+    /// # Errors
+    /// `StoreError` when the store or the run's records are unreadable or corrupt.
+    pub fn verify(
+        &self,
+        receipt: &Receipt,
+    ) -> Result<Vec<crate::verify::Mismatch>, StoreError> {
+        let run_mismatch = |why: String| {
+            vec![crate::verify::Mismatch {
+                field: "run_id".to_owned(),
+                found_in: crate::verify::FoundIn::Receipt,
+                found: serde_json::Value::String(receipt.run_id.clone()).to_string(),
+                recomputed: why,
+                detail: None,
+            }]
+        };
+        let Ok(run) = receipt.run_id.parse::<RunId>() else {
+            return Ok(run_mismatch("a run ID of the form run-N".to_owned()));
+        };
+        let loaded = match self.load(run) {
+            Ok(l) => l,
+            Err(StoreError::UnknownRun { .. }) => {
+                return Ok(run_mismatch(format!(
+                    "no such run in store {}",
+                    self.path.display()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        let pages: Vec<crate::verify::PageEvidence> = self
+            .page_log(run)?
+            .iter()
+            .map(|p| crate::verify::PageEvidence {
+                cursor_hash: p.cursor_hash,
+                n_items: p.n_items,
+            })
+            .collect();
+        let leaves = self.leaves(run)?;
+        let evidence = crate::verify::Evidence {
+            contract: &loaded.contract,
+            meta: &loaded.meta,
+            reconciler: &loaded.reconciler,
+            pages: &pages,
+            stored_root: self.stored_root(run)?,
+            stored_leaves: &leaves,
+        };
+        Ok(crate::verify::check(receipt, &evidence))
+    }
+}
+
+impl RunHeader {
+    /// What decides whether this run's IDs can be compared with another's.
+    #[must_use]
+    pub fn comparable(&self) -> crate::diff::Comparable<'_> {
+        crate::diff::Comparable {
+            run: self.run_id,
+            source: &self.contract.scope.source,
+            tenant: self.contract.scope.tenant.as_deref(),
+            codec: self.contract.id_codec,
+            prefix: self.id_prefix.as_deref(),
+        }
     }
 }
