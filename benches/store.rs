@@ -1,0 +1,358 @@
+//! The durable store as the collector drives it: `Reconciler::observe` then
+//! `RunSink::checkpoint` per page, on a real file (fsync included).
+//!
+//! Run:   cargo bench --bench store
+//! One:   cargo bench --bench store -- 'store_checkpoint/'
+//! Save:  cargo bench --bench store -- --save-baseline main
+//! Diff:  cargo bench --bench store -- --baseline main
+//!
+//! The bench setup prints (stderr) the store file's bytes per ID for 10 M IDs, dense and at
+//! 20 % density, and the wall time of building each.
+//!
+//! Back of the envelope: a durable commit costs one or two fsyncs (~0.2-0.3 ms here), so a
+//! 1,000-ID page per commit gives at most ~3-5 M IDs/s and the rest of a checkpoint (encode
+//! one or two 8 KiB bitmaps, rewrite the run record) must stay well below the fsync; with
+//! one durable commit per 10 pages the fsync is amortised and ~10 M IDs/s is in reach.
+//! A checkpoint touches only the partitions the page changed, so its cost must not grow
+//! with the run (the `store_checkpoint` pair). Loading a 10 M-ID run reads ~150 dense
+//! partitions (~1.3 MB) and 10,000 page records, so ~10 ms is expected.
+//!
+//! Datasets (fixed seed): `dense` is IDs `0, 1, 2, …` in order; `density20` keeps each ID
+//! of `0, 1, 2, …` with probability 1/5, in order (one 8 KiB bitmap container per partition).
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use scanledger::collect::{now_ms, PageLog, Raise};
+use scanledger::digest;
+use scanledger::{Contract, Item, Page, Reconciler, RunId, RunSink, Step, Store, StoreOptions};
+
+/// IDs per page, as the targets are stated.
+const IDS_PER_PAGE: usize = 1_000;
+/// Pages ingested per timed iteration of the ingest benches (one group-commit period).
+const PAGES_PER_ITER: usize = 10;
+/// Pages of the large runs (10 M IDs).
+const LARGE_RUN_PAGES: u64 = 10_000;
+/// Group-commit period used to build the large runs quickly, outside the timing.
+const LARGE_RUN_CHECKPOINT_EVERY: u32 = 1_000;
+/// The empty-run baseline starts a fresh store after this many pages, so it stays small.
+const EMPTY_RUN_PAGES_MAX: u64 = 100;
+/// Fixed seed of every dataset.
+const SEED: u64 = 0x5ca1_ab1e_d00d_f00d;
+
+/// SplitMix64: a small, well-mixed generator, so the benches need no `rand` dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The shape of the IDs a page generator produces.
+#[derive(Clone, Copy)]
+enum Shape {
+    Dense,
+    Density20,
+}
+
+impl Shape {
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Dense => "dense",
+            Shape::Density20 => "density20",
+        }
+    }
+}
+
+/// Produces the pages of one traversal in order: sorted IDs, a fresh cursor on every page.
+struct PageGen {
+    shape: Shape,
+    next_id: u64,
+    pages_made: u64,
+    rng: SplitMix64,
+}
+
+impl PageGen {
+    fn new(shape: Shape) -> PageGen {
+        PageGen {
+            shape,
+            next_id: 0,
+            pages_made: 0,
+            rng: SplitMix64(SEED),
+        }
+    }
+
+    fn page(&mut self) -> Page {
+        let mut items = Vec::with_capacity(IDS_PER_PAGE);
+        while items.len() < IDS_PER_PAGE {
+            let id = self.next_id;
+            self.next_id += 1;
+            let keep = match self.shape {
+                Shape::Dense => true,
+                Shape::Density20 => self.rng.next_u64() % 5 == 0,
+            };
+            if keep {
+                items.push(Item::int(id));
+            }
+        }
+        self.pages_made += 1;
+        Page {
+            items,
+            // Never the end: the benches measure the steady state of a long traversal.
+            next: Some(format!("c{}", self.pages_made)),
+            size_bytes: 8 * IDS_PER_PAGE as u64,
+            ..Page::default()
+        }
+    }
+
+    fn pages(&mut self, n: usize) -> Vec<Page> {
+        (0..n).map(|_| self.page()).collect()
+    }
+}
+
+/// One open run being ingested: the store, the run and its reconciler.
+struct Ingest {
+    store: Store,
+    run: RunId,
+    rec: Reconciler,
+}
+
+impl Ingest {
+    fn begin(path: &Path, options: StoreOptions) -> Ingest {
+        let mut store = Store::open(path, options).expect("bench store opens");
+        let contract = Contract::new("bench");
+        let mut rec = Reconciler::new(&contract);
+        let run = store
+            .begin(&contract, None, now_ms(), &mut rec)
+            .expect("bench run begins");
+        Ingest { store, run, rec }
+    }
+
+    /// Observes a page (untimed by `ingest_timed`) and returns its page-log entry.
+    fn observe(&mut self, page: &Page) -> PageLog {
+        let step = self.rec.observe(page);
+        assert!(
+            matches!(step, Step::Continue(_)),
+            "the bench traversal must not stop: {step:?}"
+        );
+        PageLog {
+            page_idx: self.rec.progress().pages_observed,
+            cursor_hash: digest::cursor_hash(page.next.as_deref()),
+            n_items: page.items.len() as u32,
+            size_bytes: page.size_bytes,
+            at_ms: now_ms(),
+        }
+    }
+
+    fn checkpoint(&mut self, log: &PageLog) {
+        self.store
+            .checkpoint(self.run, &mut self.rec, Some(log))
+            .expect("bench checkpoint commits");
+    }
+
+    fn ingest(&mut self, page: &Page) {
+        let log = self.observe(page);
+        self.checkpoint(&log);
+    }
+
+    /// Observes a page untimed, then returns the time its checkpoint took.
+    fn checkpoint_timed(&mut self, page: &Page) -> Duration {
+        let log = self.observe(page);
+        let start = Instant::now();
+        self.checkpoint(&log);
+        start.elapsed()
+    }
+}
+
+fn options(checkpoint_every_pages: u32) -> StoreOptions {
+    StoreOptions {
+        checkpoint_every_pages,
+        ..StoreOptions::default()
+    }
+}
+
+/// Durable ingest throughput: observe + checkpoint, ten 1,000-ID pages per iteration.
+fn ingest(c: &mut Criterion) {
+    let mut group = c.benchmark_group("store_ingest");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Elements((PAGES_PER_ITER * IDS_PER_PAGE) as u64));
+    for every in [1u32, 10] {
+        for shape in [Shape::Dense, Shape::Density20] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut ing = Ingest::begin(&dir.path().join("ingest.redb"), options(every));
+            let mut gen = PageGen::new(shape);
+            let op = format!("checkpoint_every_{every}");
+            group.bench_function(BenchmarkId::new(op, shape.name()), |b| {
+                b.iter_batched(
+                    || gen.pages(PAGES_PER_ITER),
+                    |pages| {
+                        for page in &pages {
+                            ing.ingest(black_box(page));
+                        }
+                        pages
+                    },
+                    BatchSize::SmallInput,
+                );
+            });
+        }
+    }
+
+    group.finish();
+}
+
+/// A 10 M-ID run left open (running, resumable) in a store file.
+struct LargeRun {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    run: RunId,
+    gen: PageGen,
+}
+
+fn build_large_run(shape: Shape) -> LargeRun {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("large.redb");
+    let start = Instant::now();
+    let mut ing = Ingest::begin(&path, options(LARGE_RUN_CHECKPOINT_EVERY));
+    let mut gen = PageGen::new(shape);
+    for _ in 0..LARGE_RUN_PAGES {
+        let page = gen.page();
+        ing.ingest(&page);
+    }
+    let run = ing.run;
+    let n_ids = ing.rec.ids().len();
+    drop(ing);
+    let bytes = std::fs::metadata(&path).expect("store file").len();
+    eprintln!(
+        "store size, {}: {n_ids} IDs over {} partitions, {bytes} bytes, {:.4} bytes/ID \
+         (built in {:.1} s)",
+        shape.name(),
+        gen.next_id.div_ceil(1 << 16),
+        bytes as f64 / n_ids as f64,
+        start.elapsed().as_secs_f64(),
+    );
+    LargeRun {
+        _dir: dir,
+        path,
+        run,
+        gen,
+    }
+}
+
+/// Loading a 10 M-ID run for resume, with the store already open and including the open.
+fn resume(c: &mut Criterion, large: &[LargeRun]) {
+    let mut group = c.benchmark_group("store_resume");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Elements(LARGE_RUN_PAGES * IDS_PER_PAGE as u64));
+    for l in large {
+        let dataset = format!("{}_10M", l.gen.shape.name());
+        let store = Store::open(&l.path, StoreOptions::default()).expect("large store opens");
+        group.bench_function(BenchmarkId::new("prepare_resume", &dataset), |b| {
+            b.iter(|| {
+                let loaded = store
+                    .prepare_resume(black_box(l.run), &Raise::default())
+                    .expect("the large run resumes");
+                assert_eq!(
+                    loaded.reconciler.ids().len(),
+                    LARGE_RUN_PAGES * IDS_PER_PAGE as u64
+                );
+                loaded
+            });
+        });
+        drop(store);
+        group.bench_function(BenchmarkId::new("open_prepare_resume", &dataset), |b| {
+            b.iter(|| {
+                let store = Store::open(&l.path, StoreOptions::default()).expect("store opens");
+                store
+                    .prepare_resume(black_box(l.run), &Raise::default())
+                    .expect("the large run resumes")
+            });
+        });
+    }
+    group.finish();
+}
+
+/// Durable per-page checkpoint cost (the checkpoint alone, observe untimed) in a run that
+/// already holds 10 M IDs versus one that holds at most 100 pages.
+fn checkpoint_vs_size(c: &mut Criterion, large: LargeRun) {
+    let mut group = c.benchmark_group("store_checkpoint");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Elements(IDS_PER_PAGE as u64));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut n_stores = 0u64;
+    let mut fresh = || {
+        n_stores += 1;
+        let path = dir.path().join(format!("small-{n_stores}.redb"));
+        (Ingest::begin(&path, options(1)), PageGen::new(Shape::Dense))
+    };
+    let (mut ing, mut gen) = fresh();
+    group.bench_function(BenchmarkId::new("per_page", "empty_run"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                if gen.pages_made >= EMPTY_RUN_PAGES_MAX {
+                    drop(std::mem::replace(&mut ing, fresh().0));
+                    gen = PageGen::new(Shape::Dense);
+                }
+                let page = gen.page();
+                total += ing.checkpoint_timed(&page);
+            }
+            total
+        });
+    });
+    drop(ing);
+
+    // Continue the large run as `resume` would: reload it, then checkpoint every page.
+    let LargeRun {
+        _dir,
+        path,
+        run,
+        mut gen,
+    } = large;
+    let store = Store::open(&path, options(1)).expect("large store opens");
+    let loaded = store
+        .prepare_resume(run, &Raise::default())
+        .expect("the large run resumes");
+    let mut ing = Ingest {
+        store,
+        run,
+        rec: loaded.reconciler,
+    };
+    let dataset = format!("{}_10M_run", gen.shape.name());
+    group.bench_function(BenchmarkId::new("per_page", dataset), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let page = gen.page();
+                total += ing.checkpoint_timed(&page);
+            }
+            total
+        });
+    });
+    group.finish();
+}
+
+fn large_runs(c: &mut Criterion) {
+    let dense = build_large_run(Shape::Dense);
+    let sparse = build_large_run(Shape::Density20);
+    let large = [dense, sparse];
+    resume(c, &large);
+    let [dense, _] = large;
+    checkpoint_vs_size(c, dense);
+}
+
+criterion_group!(benches, ingest, large_runs);
+criterion_main!(benches);
