@@ -17,6 +17,9 @@ use crate::reconcile::Reconciler;
 use crate::source::AnySource;
 use crate::store::{Store, StoreOptions};
 
+mod evidence;
+pub use evidence::ExportFormat;
+
 /// scanledger: scan paginated sources durably and prove (or refuse to prove) completeness.
 #[derive(Debug, Parser)]
 #[command(name = "scanledger", version, about, long_about = None)]
@@ -74,6 +77,57 @@ pub enum Command {
     Receipt {
         /// The run (run-N or N).
         run: RunId,
+    },
+    /// Recompute a receipt from the store: exit 0 when every field matches, 4 when one does
+    /// not (the first mismatch is named), 2 when the file is not a receipt.
+    Verify {
+        /// The receipt file (JSON, as `--json scan` or `--json receipt` print it).
+        receipt_file: PathBuf,
+    },
+    /// Compare the IDs of two runs of one (source, tenant): added, removed, where.
+    Diff {
+        /// The old run (run-N or N).
+        old: RunId,
+        /// The new run (run-N or N).
+        new: RunId,
+    },
+    /// List the IDs a reference has and a run lacks, as ranges with a total.
+    Missing {
+        /// The run (run-N or N).
+        run: RunId,
+        /// The reference: another run of the same (source, tenant).
+        #[arg(long, required_unless_present = "range", conflicts_with = "range")]
+        against: Option<RunId>,
+        /// The reference: every ID from LO to HI inclusive, in their original form.
+        #[arg(long, value_name = "LO..HI")]
+        range: Option<String>,
+    },
+    /// Write a run's IDs in their original form, one per line in codec order, or as a
+    /// portable 64-bit roaring bitmap. Exits with the run's status (0, 3, 4) so that a
+    /// partial run's export is never taken for a complete inventory.
+    Export {
+        /// The run (run-N or N).
+        run: RunId,
+        /// `text` (one ID per line) or `roaring` (the portable RoaringTreemap format).
+        #[arg(long, value_enum, default_value_t = evidence::ExportFormat::Text)]
+        format: evidence::ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Serve a recorded run's IDs in order, a page at a time, with bound page tokens (JSON).
+    Page {
+        /// The run (run-N or N).
+        run: RunId,
+        /// The `next_token` of the previous page; none for the first page.
+        #[arg(long)]
+        token: Option<String>,
+        /// IDs per page.
+        #[arg(long, default_value_t = 100)]
+        size: u32,
+        /// Lifetime of the token handed out, in seconds.
+        #[arg(long, default_value_t = crate::token::TOKEN_TTL_SECONDS_DEFAULT)]
+        ttl_seconds: u64,
     },
 }
 
@@ -181,6 +235,24 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             print_receipt(&receipt, cli.json)?;
             Ok(receipt.exit_code())
         }
+        Command::Verify { receipt_file } => evidence::verify(&cli.store, &receipt_file, cli.json),
+        Command::Diff { old, new } => evidence::diff(&cli.store, old, new, cli.json),
+        Command::Missing {
+            run,
+            against,
+            range,
+        } => evidence::missing(&cli.store, run, against, range.as_deref(), cli.json),
+        Command::Export {
+            run,
+            format,
+            output,
+        } => evidence::export(&cli.store, run, format, output.as_deref()),
+        Command::Page {
+            run,
+            token,
+            size,
+            ttl_seconds,
+        } => evidence::page(&cli.store, run, token.as_deref(), size, ttl_seconds),
     }
 }
 

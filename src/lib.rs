@@ -28,6 +28,8 @@ pub mod receipt;
 pub mod reconcile;
 pub mod source;
 pub mod store;
+pub mod token;
+pub mod verify;
 
 pub use codec::{CodecError, IdCodec, Interner};
 pub use collect::{IncompleteRead, Inventory, MemorySink, RunSink, ScanResult};
@@ -35,9 +37,12 @@ pub use contract::{
     Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, Limits, Mode, Page, RawId, Scope,
     SnapshotPolicy,
 };
+pub use diff::Diff;
 pub use error::{ContractError, Error, Result, SourceError, StoreError};
 pub use idset::IdSet;
 pub use receipt::{Receipt, RunId, RunMeta};
 pub use reconcile::{Limit, Progress, Reconciler, Request, Status, Step, Violation, ViolationKind};
 pub use source::{AnySource, FetchError, PageRequest, PageSource, SimConfig, SimSource};
-pub use store::{Store, StoreOptions};
+pub use store::{RunDiff, RunHeader, Store, StoreOptions};
+pub use token::TokenError;
+pub use verify::Mismatch;

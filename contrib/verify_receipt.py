@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Independent check of a scanledger receipt against an exported ID list.
+
+Recomputes, from the IDs alone and with the Python standard library only, what a receipt
+claims about its ID set: `unique_ids_observed`, `partitions` (non-empty partitions), the
+per-partition counts, and `merkle_root`, following docs/FORMAT.md ("Merkle tree"). It shares
+no code with scanledger, so an agreement is evidence that the documented algorithm is the
+one the program runs.
+
+    scanledger --json receipt run-1 > receipt.json
+    scanledger export run-1 > ids.txt                    # or: --format roaring > ids.bin
+    python3 contrib/verify_receipt.py receipt.json ids.txt [--format text|roaring]
+                                      [--prefix PREFIX] [--json]
+
+Text exports: one ID per line; `int` IDs are decimal numbers, `prefixed` IDs are a prefix and
+decimal digits without leading zeros (the prefix is taken as everything before the trailing
+digits unless --prefix says otherwise). `string`-codec IDs have no number in their text form:
+export those with --format roaring.
+
+Exit status: 0 every recomputed value matches the receipt, 4 a value differs, 2 unusable input.
+"""
+
+import argparse
+import hashlib
+import json
+import re
+import struct
+import sys
+
+PARTITION_BITS = 16  # partition p holds the IDs p * 2^16 ..= p * 2^16 + 65535
+LEAF_ARRAY_MAX = 4096  # up to this many IDs a leaf body is a sorted u16 list
+EXIT_MISMATCH = 4
+EXIT_USAGE = 2
+
+
+class Unusable(Exception):
+    """Input that cannot be used (exit 2)."""
+
+
+def sha256(data):
+    return hashlib.sha256(data).digest()
+
+
+# --- reading IDs -------------------------------------------------------------------------
+
+DIGITS = re.compile(r"0|[1-9][0-9]*")
+
+
+def read_text(path, prefix=None):
+    """IDs of a text export, in file order. Without `prefix`, the prefix is learned from the
+    first line as everything before its trailing digits (the codec's own rule)."""
+    ids = []
+    with open(path, "r", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if prefix is None:
+                prefix = line.rstrip("0123456789")
+            if not line.startswith(prefix):
+                raise Unusable(f"{path}:{line_no}: {line[:40]!r} lacks the prefix {prefix!r}")
+            digits = line[len(prefix):]
+            if not DIGITS.fullmatch(digits):
+                raise Unusable(
+                    f"{path}:{line_no}: {line[:40]!r} is not an int or prefixed ID without "
+                    "leading zeros (string-codec runs: export with --format roaring)"
+                )
+            value = int(digits)
+            if value >= 1 << 64:
+                raise Unusable(f"{path}:{line_no}: {line[:40]!r} does not fit 64 bits")
+            ids.append(value)
+    return ids
+
+
+def read_roaring(path):
+    """IDs of a portable 64-bit roaring bitmap (RoaringTreemap format), ascending."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        size = struct.calcsize(fmt)
+        if pos + size > len(data):
+            raise Unusable(f"{path}: truncated roaring bitmap at byte {pos}")
+        values = struct.unpack_from(fmt, data, pos)
+        pos += size
+        return values
+
+    (buckets,) = take("<Q")
+    if buckets > len(data):
+        raise Unusable(f"{path}: bucket count {buckets} exceeds the file")
+    ids = []
+    for _ in range(buckets):
+        (high,) = take("<I")
+        (cookie,) = take("<I")
+        if cookie == 12346:  # no run containers; offsets present
+            (size,) = take("<I")
+            run_flags = b""
+            has_offsets = True
+        elif cookie & 0xFFFF == 12347:  # run containers possible
+            size = (cookie >> 16) + 1
+            nbytes = (size + 7) // 8
+            run_flags = bytes(take(f"<{nbytes}B"))
+            has_offsets = size >= 4
+        else:
+            raise Unusable(f"{path}: not a portable roaring bitmap (cookie {cookie})")
+        if size > 65536:
+            raise Unusable(f"{path}: {size} containers is more than a 32-bit bitmap holds")
+        headers = [take("<HH") for _ in range(size)]
+        if has_offsets:
+            take(f"<{size}I")
+        base_high = high << 32
+        for i, (key, card_minus_one) in enumerate(headers):
+            card = card_minus_one + 1
+            base = base_high | (key << 16)
+            if run_flags and (run_flags[i // 8] >> (i % 8)) & 1:
+                (n_runs,) = take("<H")
+                for _ in range(n_runs):
+                    start, length_minus_one = take("<HH")
+                    ids.extend(range(base | start, (base | start) + length_minus_one + 1))
+            elif card <= LEAF_ARRAY_MAX:
+                ids.extend(base | v for v in take(f"<{card}H"))
+            else:
+                words = take("<1024Q")
+                for w_idx, word in enumerate(words):
+                    while word:
+                        low_bit = word & -word
+                        ids.append(base | (w_idx * 64 + low_bit.bit_length() - 1))
+                        word ^= low_bit
+    if pos != len(data):
+        raise Unusable(f"{path}: {len(data) - pos} bytes after the bitmap")
+    return ids
+
+
+# --- the Merkle tree (docs/FORMAT.md) ----------------------------------------------------
+
+def partitions_of(ids):
+    """{partition index: sorted low 16 bits}."""
+    parts = {}
+    for i in ids:
+        parts.setdefault(i >> PARTITION_BITS, set()).add(i & 0xFFFF)
+    return {p: sorted(lows) for p, lows in sorted(parts.items())}
+
+
+def leaf_body(lows):
+    if len(lows) <= LEAF_ARRAY_MAX:
+        return struct.pack(f"<{len(lows)}H", *lows)
+    bitmap = bytearray(8192)
+    for v in lows:
+        bitmap[v >> 3] |= 1 << (v & 7)
+    return bytes(bitmap)
+
+
+def leaf_hash(partition, lows):
+    return sha256(b"\x00" + struct.pack("<QI", partition, len(lows)) + leaf_body(lows))
+
+
+def merkle_root(leaves):
+    """RFC 6962 Merkle tree hash; SHA-256 of the empty string for no leaves."""
+    if not leaves:
+        return sha256(b"")
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:]))
+
+
+def display(h):
+    return "sha256:" + h.hex()
+
+
+# --- main --------------------------------------------------------------------------------
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("receipt", help="the receipt, as `scanledger --json receipt RUN` prints it")
+    ap.add_argument("ids", help="the run's IDs, as `scanledger export RUN` writes them")
+    ap.add_argument("--format", choices=["text", "roaring"], default="text")
+    ap.add_argument("--prefix", help="the prefixed codec's prefix (when it ends in a digit)")
+    ap.add_argument("--json", action="store_true", help="machine-readable output")
+    args = ap.parse_args(argv)
+    try:
+        with open(args.receipt, "r", encoding="utf-8") as f:
+            receipt = json.load(f)
+        if not isinstance(receipt, dict):
+            raise Unusable(f"{args.receipt}: not a receipt (a JSON object)")
+        for key in ("run_id", "unique_ids_observed", "partitions", "merkle_root"):
+            if key not in receipt:
+                raise Unusable(f"{args.receipt}: not a receipt: no {key!r}")
+        ids = read_roaring(args.ids) if args.format == "roaring" else read_text(args.ids, args.prefix)
+    except (OSError, ValueError, Unusable) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    parts = partitions_of(ids)
+    unique = sum(len(lows) for lows in parts.values())
+    duplicates = len(ids) - unique
+    root = display(merkle_root([leaf_hash(p, lows) for p, lows in parts.items()]))
+    recomputed = {
+        "unique_ids_observed": unique,
+        "partitions": len(parts),
+        "merkle_root": root,
+    }
+    mismatches = [
+        {"field": k, "receipt": receipt.get(k), "recomputed": v}
+        for k, v in recomputed.items()
+        if receipt.get(k) != v
+    ]
+    if duplicates:
+        mismatches.append({"field": "export", "receipt": "unique IDs", "recomputed": f"{duplicates} repeated lines"})
+    if args.json:
+        print(json.dumps({
+            "run_id": receipt.get("run_id"),
+            "verified": not mismatches,
+            "recomputed": recomputed,
+            "partition_counts": {str(p): len(lows) for p, lows in parts.items()},
+            "mismatches": mismatches,
+        }, indent=2))
+    else:
+        for k, v in recomputed.items():
+            mark = "ok  " if receipt.get(k) == v else "DIFF"
+            print(f"{mark} {k:<20} receipt {receipt.get(k)}  recomputed {v}")
+        shown = list(parts.items())[:16]
+        counts = ", ".join(f"{p}: {len(lows)}" for p, lows in shown)
+        more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
+        print(f"     partition counts     {counts}{more}")
+        verdict = "matches" if not mismatches else "DOES NOT match"
+        print(f"{receipt.get('run_id')}: the export {verdict} the receipt")
+    return EXIT_MISMATCH if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

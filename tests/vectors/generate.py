@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Writes the digest test vectors of docs/FORMAT.md, computed from the document alone.
+
+This is a second implementation of the algorithms, in Python with the standard library only;
+it shares no code with scanledger. `cargo test --test vectors` checks the Rust implementation
+against the files this writes, so the document, this script and the code cannot drift apart.
+
+    python3 tests/vectors/generate.py      # rewrites tests/vectors/*.json
+"""
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sha256(b):
+    return hashlib.sha256(b).digest()
+
+
+def display(h):
+    return "sha256:" + h.hex()
+
+
+# --- canonical JSON and query_digest -----------------------------------------------------
+
+def canonical_json(v):
+    # Keys sorted by code point (= by UTF-8 bytes), no white space, non-ASCII kept as is,
+    # only '"', '\\' and control characters escaped (\b \f \n \r \t short, others \u00XX).
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def scope_json(source, tenant, query, order):
+    return canonical_json({"source": source, "tenant": tenant, "query": query, "order": order})
+
+
+def query_digest(source, tenant, query, order):
+    return display(sha256(scope_json(source, tenant, query, order).encode("utf-8")))
+
+
+# --- cursor chain ------------------------------------------------------------------------
+
+CHAIN_DOMAIN = b"scanledger:cursor-chain:v1"
+
+
+def put_str(s):
+    b = s.encode("utf-8")
+    return struct.pack("<I", len(b)) + b
+
+
+def cursor_hash(cursor):
+    return sha256(b"\x00") if cursor is None else sha256(b"\x01" + cursor.encode("utf-8"))
+
+
+def chain_start(qd, snapshot_id):
+    snap = b"\x00" if snapshot_id is None else b"\x01" + put_str(snapshot_id)
+    return sha256(CHAIN_DOMAIN + put_str(qd) + snap)
+
+
+def chain_next(prev, ch):
+    return sha256(prev + ch)
+
+
+# --- Merkle tree -------------------------------------------------------------------------
+
+def leaf(partition, lows):
+    if len(lows) <= 4096:
+        body, form = struct.pack(f"<{len(lows)}H", *lows), "array"
+    else:
+        bm = bytearray(8192)
+        for v in lows:
+            bm[v >> 3] |= 1 << (v & 7)
+        body, form = bytes(bm), "bitmap"
+    return sha256(b"\x00" + struct.pack("<QI", partition, len(lows)) + body), form
+
+
+def mth(leaves):
+    if not leaves:
+        return sha256(b"")
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return sha256(b"\x01" + mth(leaves[:k]) + mth(leaves[k:]))
+
+
+def expand(spec):
+    ids = set(spec.get("ids", []))
+    for lo, hi in spec.get("ranges", []):
+        ids.update(range(lo, hi + 1))
+    return sorted(ids)
+
+
+# --- page tokens -------------------------------------------------------------------------
+
+TOKEN_DOMAIN = b"scanledger:page-token:v1"
+
+
+def b64url(b):
+    import base64
+    return base64.urlsafe_b64encode(b).decode("ascii").rstrip("=")
+
+
+def page_token(key, run, position, stamp, expires_at_ms, tenant, qd):
+    body = struct.pack("<BQQIQ", 1, run, position, stamp, expires_at_ms)
+    bind = b"\x00" if tenant is None else b"\x01" + put_str(tenant)
+    mac = hmac.new(key, TOKEN_DOMAIN + body + bind + put_str(qd), hashlib.sha256).digest()
+    return "slpt1_" + b64url(body + mac), mac
+
+
+def main():
+    scopes = [
+        ("defaults", "customers", None, None, None),
+        ("example contract", "customer-registry", "acme", {"schema_version": {"ne": 3}}, None),
+        ("nested, escapes, unicode and key order", "orders", "t\u00e9nant",
+         {"b": [1, "x", {"z": None, "a": True}], "a": "\u00e9\"\\\n\t\u0001\u007f\u2028",
+          "A": 0.5, "\ufb01": 1, "\U0001F600": 2, "": -3},
+         ["created_at", {"desc": False}, "id"]),
+        ("empty object and array", "s", "", {}, []),
+    ]
+    qd_vectors = []
+    for name, source, tenant, query, order in scopes:
+        qd_vectors.append({
+            "name": name,
+            "scope": {"source": source, "tenant": tenant, "query": query, "order": order},
+            "canonical_json": scope_json(source, tenant, query, order),
+            "query_digest": query_digest(source, tenant, query, order),
+        })
+
+    chains = [
+        ("no pages, no snapshot", qd_vectors[0]["query_digest"], None, []),
+        ("two pages, pinned", qd_vectors[1]["query_digest"], "customers:2026-08-29T09:18:00Z", ["cur_01", None]),
+        ("empty snapshot and unicode cursor", qd_vectors[2]["query_digest"], "", ["\u00e9t\u00e9", "c2", "c3", None]),
+    ]
+    chain_vectors = []
+    for name, qd, snap, cursors in chains:
+        c = chain_start(qd, snap)
+        start = c
+        hashes = []
+        for cur in cursors:
+            h = cursor_hash(cur)
+            hashes.append(h.hex())
+            c = chain_next(c, h)
+        chain_vectors.append({
+            "name": name,
+            "query_digest": qd,
+            "snapshot_id": snap,
+            "next_cursors": cursors,
+            "cursor_hashes": hashes,
+            "chain_start": display(start),
+            "cursor_chain_digest": display(c),
+        })
+
+    sets = [
+        ("empty set", {}),
+        ("one ID", {"ids": [0]}),
+        ("two partitions", {"ids": [1, 2, 3, 70000]}),
+        ("three partitions (unbalanced tree)", {"ids": [5, 65536 + 5, 131072 + 5]}),
+        ("4096 IDs: the largest array-form leaf", {"ranges": [[0, 4095]]}),
+        ("4097 IDs: the smallest bitmap-form leaf", {"ranges": [[0, 4096]]}),
+        ("a full partition", {"ranges": [[3 * 65536, 4 * 65536 - 1]]}),
+        ("seven partitions, sparse and dense, up to the top of the ID space",
+         {"ids": [7, 65535, 65536, 10 ** 12, 2 ** 63, 2 ** 64 - 1],
+          "ranges": [[200000, 205000], [2 ** 64 - 70000, 2 ** 64 - 65537]]}),
+    ]
+    merkle_vectors = []
+    for name, spec in sets:
+        ids = expand(spec)
+        parts = {}
+        for i in ids:
+            parts.setdefault(i >> 16, []).append(i & 0xFFFF)
+        leaves = []
+        described = []
+        for p in sorted(parts):
+            h, form = leaf(p, parts[p])
+            leaves.append(h)
+            described.append({"partition": p, "count": len(parts[p]), "body_form": form, "leaf_hash": h.hex()})
+        merkle_vectors.append({
+            "name": name,
+            "ids": spec,
+            "unique_ids": len(ids),
+            "leaves": described,
+            "merkle_root": display(mth(leaves)),
+        })
+
+    key = bytes(range(32))
+    tokens = []
+    for name, run, pos, stamp, exp, tenant, qd in [
+        ("with tenant", 7, 4100, 2, 1788081480000, "acme", qd_vectors[1]["query_digest"]),
+        ("without tenant", 1, 2 ** 64 - 1, 0, 0, None, qd_vectors[0]["query_digest"]),
+    ]:
+        tok, mac = page_token(key, run, pos, stamp, exp, tenant, qd)
+        tokens.append({
+            "name": name,
+            "key_hex": key.hex(),
+            "run": run,
+            "position": pos,
+            "stamp": stamp,
+            "expires_at_ms": exp,
+            "tenant": tenant,
+            "query_digest": qd,
+            "mac_hex": mac.hex(),
+            "token": tok,
+        })
+
+    for fname, data in [
+        ("query_digest.json", qd_vectors),
+        ("cursor_chain.json", chain_vectors),
+        ("merkle.json", merkle_vectors),
+        ("page_token.json", tokens),
+    ]:
+        with open(os.path.join(HERE, fname), "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
