@@ -490,20 +490,23 @@ fn parse_limits(v: &Value) -> Result<Limits, ContractError> {
         .as_object()
         .ok_or_else(|| bad("limits", "must be an object"))?;
     reject_unknown(obj, LIMIT_KEYS, "limits.")?;
+    if obj.get("max_pages").and_then(Value::as_u64) == Some(0) {
+        return Err(bad("limits.max_pages", "must be at least 1"));
+    }
     let max_pages = opt_u64(obj, "max_pages", u64::from(PAGES_PER_RUN_MAX))
-        .map_err(|e| prefix_limits(e))?
+        .map_err(prefix_limits)?
         .map(|n| u32::try_from(n).unwrap_or(PAGES_PER_RUN_MAX));
     let retries = opt_u64(obj, "retries", u64::from(FETCH_ATTEMPTS_MAX - 1))
-        .map_err(|e| prefix_limits(e))?
+        .map_err(prefix_limits)?
         .map(|n| u32::try_from(n).unwrap_or(0));
     Ok(Limits {
         max_pages,
-        max_records: opt_u64(obj, "max_records", u64::MAX).map_err(|e| prefix_limits(e))?,
-        max_bytes: opt_u64(obj, "max_bytes", u64::MAX).map_err(|e| prefix_limits(e))?,
+        max_records: opt_u64(obj, "max_records", u64::MAX).map_err(prefix_limits)?,
+        max_bytes: opt_u64(obj, "max_bytes", u64::MAX).map_err(prefix_limits)?,
         deadline_seconds: opt_u64(obj, "deadline_seconds", DEADLINE_SECONDS_MAX)
-            .map_err(|e| prefix_limits(e))?,
+            .map_err(prefix_limits)?,
         page_timeout_ms: opt_u64(obj, "page_timeout_ms", PAGE_TIMEOUT_MS_MAX)
-            .map_err(|e| prefix_limits(e))?,
+            .map_err(prefix_limits)?,
         retries,
     })
 }

@@ -279,10 +279,14 @@ pub struct Progress {
     pub high_water_used: bool,
     /// After a `high_water` continuation, the source echoed the pinned snapshot again.
     pub high_water_pinned: bool,
+    /// After a `high_water` continuation, the source echoed another snapshot.
+    pub high_water_unpinned: bool,
     /// Findings, the first `VIOLATIONS_KEPT_MAX`.
     pub violations: Vec<Violation>,
     /// Findings past the kept ones.
     pub violations_dropped: u64,
+    /// The worst status the dropped findings force.
+    pub violations_dropped_worst: Option<Status>,
     /// Budgets that stopped the run.
     pub limits_hit: Vec<Limit>,
     /// Label names, in order of first appearance; label `i` is bitmap `i`.
@@ -366,8 +370,10 @@ impl Reconciler {
                 finished: false,
                 high_water_used: false,
                 high_water_pinned: false,
+                high_water_unpinned: false,
                 violations: Vec::new(),
                 violations_dropped: 0,
+                violations_dropped_worst: None,
                 limits_hit: Vec::new(),
                 label_names: Vec::new(),
                 last_key: None,
@@ -418,14 +424,12 @@ impl Reconciler {
         if p.next.is_none() || p.terminal_observed {
             return false;
         }
-        if p.violations.iter().any(|v| !v.kind.is_transient()) {
-            // Truncation (R9) and missing evidence (R8) stay; they do not stop a traversal.
-            if p.violations
-                .iter()
-                .any(|v| !v.kind.is_transient() && v.kind.status() == Status::Failed)
-            {
-                return false;
-            }
+        // A failure is final. A truncation warning (R9) stays in the run and keeps it
+        // `unknown`, but does not stop the traversal, so the run may still go on.
+        if p.violations.iter().any(|v| v.kind.status() == Status::Failed)
+            || p.violations_dropped_worst == Some(Status::Failed)
+        {
+            return false;
         }
         p.violations.retain(|v| !v.kind.is_transient());
         p.limits_hit.clear();
@@ -470,9 +474,16 @@ impl Reconciler {
             match &self.progress.pinned_snapshot {
                 None => self.progress.pinned_snapshot = Some(echoed.clone()),
                 Some(pinned) if pinned == echoed => {
-                    if self.progress.high_water_used {
+                    if self.progress.high_water_used && !self.progress.high_water_unpinned {
                         self.progress.high_water_pinned = true;
                     }
+                }
+                Some(_) if self.progress.high_water_used => {
+                    // A fresh request after an expired cursor may be served from a newer
+                    // collection state: not a defect (R5), but the claim drops to the live
+                    // collection (SPEC §5).
+                    self.progress.high_water_pinned = false;
+                    self.progress.high_water_unpinned = true;
                 }
                 Some(_) => {
                     let detail = "the echoed snapshot differs from the pinned one".to_owned();
@@ -520,6 +531,7 @@ impl Reconciler {
         // Decode every ID and label before touching the sets, so a bad page changes nothing.
         let mut ids = std::mem::take(&mut self.scratch_ids);
         ids.clear();
+        let mut new_labels: Vec<&str> = Vec::new();
         for (i, item) in page.items.iter().enumerate() {
             match self.codec.encode(&item.id) {
                 Ok(id) => ids.push(id),
@@ -532,7 +544,7 @@ impl Reconciler {
                     );
                 }
             }
-            if let Some(detail) = self.check_labels(&item.labels, i) {
+            if let Some(detail) = self.check_labels(&item.labels, i, &mut new_labels) {
                 self.scratch_ids = ids;
                 return self.stop(ViolationKind::InvalidPage, page_idx, detail);
             }
@@ -776,7 +788,14 @@ impl Reconciler {
         None
     }
 
-    fn check_labels(&self, labels: &[String], item: usize) -> Option<String> {
+    /// Checks one item's labels; `new_labels` collects the names this page introduces, so
+    /// that the per-run bound holds within a page too.
+    fn check_labels<'p>(
+        &self,
+        labels: &'p [String],
+        item: usize,
+        new_labels: &mut Vec<&'p str>,
+    ) -> Option<String> {
         if labels.len() > LABELS_PER_ITEM_MAX {
             return Some(format!(
                 "item {item}: {} labels exceed the bound of {LABELS_PER_ITEM_MAX}",
@@ -789,12 +808,13 @@ impl Reconciler {
                     "item {item}: a label name must be 1 to {LABEL_LEN_MAX} bytes"
                 ));
             }
-            if !self.progress.label_names.contains(l)
-                && self.progress.label_names.len() >= LABELS_PER_RUN_MAX
-            {
-                return Some(format!(
-                    "item {item}: more than {LABELS_PER_RUN_MAX} distinct labels in one run"
-                ));
+            if !self.progress.label_names.contains(l) && !new_labels.contains(&l.as_str()) {
+                if self.progress.label_names.len() + new_labels.len() >= LABELS_PER_RUN_MAX {
+                    return Some(format!(
+                        "item {item}: more than {LABELS_PER_RUN_MAX} distinct labels in one run"
+                    ));
+                }
+                new_labels.push(l);
             }
         }
         None
@@ -839,13 +859,17 @@ impl Reconciler {
                 .push(Violation { kind, page, detail });
         } else {
             self.progress.violations_dropped += 1;
+            let worst = self.progress.violations_dropped_worst.get_or_insert(Status::Verified);
+            *worst = (*worst).max(kind.status());
         }
     }
 
     fn stop(&mut self, kind: ViolationKind, page: u32, detail: String) -> Step {
         self.record(kind, page, detail);
         self.progress.finished = true;
-        if kind.status() == Status::Failed {
+        // Only a transient stop (a limit, a failed request) keeps its request for a resume;
+        // after any other finding there is nothing to continue from.
+        if !kind.is_transient() {
             self.progress.next = None;
         }
         Step::Done
@@ -865,9 +889,9 @@ impl Reconciler {
         if worst == Status::Failed {
             return Status::Failed;
         }
-        if self.progress.violations_dropped > 0 {
-            // Dropped findings are counted, not kept; they may have been failures.
-            return Status::Failed.max(worst);
+        let worst = worst.max(self.progress.violations_dropped_worst.unwrap_or(Status::Verified));
+        if worst == Status::Failed {
+            return Status::Failed;
         }
         if !self.progress.terminal_observed || !self.progress.finished {
             return Status::Unknown;
@@ -882,7 +906,8 @@ impl Reconciler {
             return "none";
         }
         let p = &self.progress;
-        let pinned = p.pinned_snapshot.is_some() && (!p.high_water_used || p.high_water_pinned);
+        let pinned = p.pinned_snapshot.is_some()
+            && (!p.high_water_used || (p.high_water_pinned && !p.high_water_unpinned));
         if pinned {
             "all_records_in_snapshot"
         } else {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{
-    Item, Page, RawId, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, PAGE_SIZE_BYTES_MAX,
+    Item, Page, RawId, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX,
 };
 use crate::error::SourceError;
 use crate::reconcile::Request;
@@ -207,7 +207,7 @@ fn parse_line(raw: &str) -> Result<(Key, Line), String> {
         next,
         complete,
         snapshot,
-        query: obj.get("query").cloned(),
+        query: obj.get("query").filter(|v| !v.is_null()).cloned(),
         truncated,
         size_bytes: raw.len() as u64,
     };
@@ -340,10 +340,7 @@ impl PageSource for ReplaySource {
             tokio::time::sleep(Duration::from_millis(line.delay_ms)).await;
         }
         match line.answer {
-            Answer::Page(mut page) => {
-                page.size_bytes = page.size_bytes.min(PAGE_SIZE_BYTES_MAX + 1);
-                Ok(page)
-            }
+            Answer::Page(page) => Ok(page),
             Answer::Error("timeout") => Err(FetchError::Timeout),
             Answer::Error("expired_cursor") => Err(FetchError::ExpiredCursor),
             Answer::Error("forbidden") => Err(FetchError::Forbidden),
