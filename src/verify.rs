@@ -18,6 +18,8 @@ use crate::reconcile::Reconciler;
 
 /// Characters of a value shown in a mismatch before it is shortened.
 const SHOWN_CHARS_MAX: usize = 120;
+/// How a mismatch shows a key that one side does not have.
+const ABSENT: &str = "(absent)";
 
 /// One page of the page log, as verify needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,14 +234,23 @@ fn first_difference(path: String, claimed: &Value, expected: &Value) -> Mismatch
     match (claimed, expected) {
         (Value::Object(c), Value::Object(x)) => {
             for (k, xv) in x {
-                let cv = c.get(k).unwrap_or(&Value::Null);
-                if cv != xv {
-                    return first_difference(format!("{path}.{k}"), cv, xv);
+                match c.get(k) {
+                    None => {
+                        return Mismatch {
+                            found: ABSENT.to_owned(),
+                            ..mismatch(format!("{path}.{k}"), &Value::Null, xv)
+                        }
+                    }
+                    Some(cv) if cv != xv => return first_difference(format!("{path}.{k}"), cv, xv),
+                    Some(_) => {}
                 }
             }
             for (k, cv) in c {
                 if !x.contains_key(k) {
-                    return mismatch(format!("{path}.{k}"), cv, &Value::Null);
+                    return Mismatch {
+                        recomputed: ABSENT.to_owned(),
+                        ..mismatch(format!("{path}.{k}"), cv, &Value::Null)
+                    };
                 }
             }
         }

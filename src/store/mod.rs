@@ -1285,10 +1285,7 @@ impl Store {
     ///
     /// # Errors
     /// `StoreError` when the store or the run's records are unreadable or corrupt.
-    pub fn verify(
-        &self,
-        receipt: &Receipt,
-    ) -> Result<Vec<crate::verify::Mismatch>, StoreError> {
+    pub fn verify(&self, receipt: &Receipt) -> Result<Vec<crate::verify::Mismatch>, StoreError> {
         let run_mismatch = |why: String| {
             vec![crate::verify::Mismatch {
                 field: "run_id".to_owned(),

@@ -886,3 +886,32 @@ fn the_python_verifier_agrees_with_the_rust_implementation() -> TestResult {
     assert!(out.contains("DIFF merkle_root"), "{out}");
     Ok(())
 }
+
+/// The stored Merkle leaves are what `diff` trusts to skip equal partitions, so `verify`
+/// checks them against the bitmaps: a leaf edited in the file is reported as the store
+/// disagreeing with itself, even though the receipt is the store's own.
+#[test]
+fn verify_names_a_store_that_disagrees_with_itself() -> TestResult {
+    const LEAVES: redb::TableDefinition<(u64, u64), &[u8]> = redb::TableDefinition::new("leaves");
+    let env = Env::new();
+    let r = env.scan_ints("a", "s", "t", &[1, 2, 70_000]);
+    {
+        let db = redb::Database::open(&env.store)?;
+        let txn = db.begin_write()?;
+        {
+            let mut leaves = txn.open_table(LEAVES)?;
+            leaves.insert((1u64, 0u64), [7u8; 32].as_slice())?;
+        }
+        txn.commit()?;
+    }
+    let file = env.write("r.json", &r.to_string());
+    let (code, out, _) = env.sl(&["verify", &file]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("merkle_root")
+            && out.contains("store inconsistent")
+            && out.contains("partition 0"),
+        "{out}"
+    );
+    Ok(())
+}
