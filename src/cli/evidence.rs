@@ -240,7 +240,7 @@ fn parse_range(text: &str, codec: &IdCodec) -> Result<(u64, u64), Error> {
     let id = |s: &str| {
         codec.parse_existing(s).ok_or_else(|| {
             let what = match codec.kind() {
-                IdCodecKind::Int => "is not a non-negative integer",
+                IdCodecKind::Int => "is not an integer from 0 to 2^64-1",
                 IdCodecKind::Prefixed => "is not an ID of this run's prefix",
                 IdCodecKind::String => "is not an ID known in this (source, tenant)",
             };
