@@ -18,6 +18,8 @@ use crate::reconcile::{Reconciler, Status, Violation};
 pub const RECEIPT_FORMAT_VERSION: u32 = 1;
 /// ID ranges listed per label, per diff side, per missing list before "and N more".
 pub const RANGES_SHOWN_MAX: usize = 32;
+/// ID ranges the readable layout prints per line (the JSON has up to `RANGES_SHOWN_MAX`).
+const TEXT_RANGES_MAX: usize = 8;
 
 /// A run's identity in a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -284,12 +286,13 @@ impl Receipt {
             let _ = writeln!(s, "  limits hit   {}", self.limits_hit.join(", "));
         }
         for (name, l) in &self.labels {
+            let shown = &l.ranges.ranges[..l.ranges.ranges.len().min(TEXT_RANGES_MAX)];
             let _ = writeln!(
                 s,
                 "  label        {name}: {} ({}{})",
                 l.count,
-                l.ranges.ranges.join(", "),
-                more(l.ranges.ranges.len(), l.ranges.ranges_total)
+                shown.join(", "),
+                more(shown.len(), l.ranges.ranges_total)
             );
         }
         if let Some(m) = &self.missing_id_ranges {
@@ -326,6 +329,19 @@ impl Receipt {
                 "  REJECTED     the source ran a different query than the contract's"
             );
         }
+        let _ = writeln!(
+            s,
+            "  format       receipt v{}{}",
+            self.format_version,
+            if self.violations_dropped > 0 {
+                format!(
+                    " ({} more violations counted, not kept)",
+                    self.violations_dropped
+                )
+            } else {
+                String::new()
+            }
+        );
         let _ = writeln!(
             s,
             "  time         {} .. {}",

@@ -426,7 +426,9 @@ impl Reconciler {
         }
         // A failure is final. A truncation warning (R9) stays in the run and keeps it
         // `unknown`, but does not stop the traversal, so the run may still go on.
-        if p.violations.iter().any(|v| v.kind.status() == Status::Failed)
+        if p.violations
+            .iter()
+            .any(|v| v.kind.status() == Status::Failed)
             || p.violations_dropped_worst == Some(Status::Failed)
         {
             return false;
@@ -472,11 +474,13 @@ impl Reconciler {
         }
         if let Some(echoed) = &page.snapshot {
             match &self.progress.pinned_snapshot {
-                None => self.progress.pinned_snapshot = Some(echoed.clone()),
+                // The first page pins the run; a snapshot first echoed on a later page does
+                // not, since the pages before it were not served from it: the run stays live.
+                None if page_idx == 1 => self.progress.pinned_snapshot = Some(echoed.clone()),
+                None => {}
                 Some(pinned) if pinned == echoed => {
-                    if self.progress.high_water_used && !self.progress.high_water_unpinned {
-                        self.progress.high_water_pinned = true;
-                    }
+                    let p = &mut self.progress;
+                    p.high_water_pinned |= p.high_water_used && !p.high_water_unpinned;
                 }
                 Some(_) if self.progress.high_water_used => {
                     // A fresh request after an expired cursor may be served from a newer
@@ -859,7 +863,10 @@ impl Reconciler {
                 .push(Violation { kind, page, detail });
         } else {
             self.progress.violations_dropped += 1;
-            let worst = self.progress.violations_dropped_worst.get_or_insert(Status::Verified);
+            let worst = self
+                .progress
+                .violations_dropped_worst
+                .get_or_insert(Status::Verified);
             *worst = (*worst).max(kind.status());
         }
     }
@@ -889,7 +896,11 @@ impl Reconciler {
         if worst == Status::Failed {
             return Status::Failed;
         }
-        let worst = worst.max(self.progress.violations_dropped_worst.unwrap_or(Status::Verified));
+        let worst = worst.max(
+            self.progress
+                .violations_dropped_worst
+                .unwrap_or(Status::Verified),
+        );
         if worst == Status::Failed {
             return Status::Failed;
         }

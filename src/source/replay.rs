@@ -12,9 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{FetchError, PageRequest, PageSource};
-use crate::contract::{
-    Item, Page, RawId, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX,
-};
+use crate::contract::{Item, Page, RawId, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX};
 use crate::error::SourceError;
 use crate::reconcile::Request;
 

@@ -171,7 +171,7 @@ fn receipt_laws(r: &Value, exit: i32, errs: &mut Vec<String>) {
         if !kinds.is_empty() {
             errs.push(format!("verified with violations {kinds:?}"));
         }
-        if r["limits_hit"].as_array().map_or(true, |a| !a.is_empty()) {
+        if r["limits_hit"].as_array().is_none_or(|a| !a.is_empty()) {
             errs.push("verified with limits_hit".into());
         }
         if scope == "none" {

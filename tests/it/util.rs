@@ -5,13 +5,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The `scanledger` binary cargo built for these tests.
-pub fn bin() -> PathBuf {
+pub(crate) fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_scanledger"))
 }
 
 /// Runs the binary with `args`; returns (exit code, stdout, stderr).
-pub fn run(args: &[&str]) -> (i32, String, String) {
-    let out: Output = Command::new(bin()).args(args).output().expect("spawn scanledger");
+pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
+    let out: Output = Command::new(bin())
+        .args(args)
+        .output()
+        .expect("spawn scanledger");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -20,14 +23,14 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 /// Writes `text` to `dir/name` and returns the path as a String.
-pub fn write(dir: &Path, name: &str, text: &str) -> String {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write fixture");
     p.to_string_lossy().into_owned()
 }
 
 /// The shared examples folder (../shared/examples), if present.
-pub fn shared_examples() -> Option<PathBuf> {
+pub(crate) fn shared_examples() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples");
     p.is_dir().then_some(p)
 }
