@@ -302,3 +302,39 @@ fn string_ids_share_one_interner_per_collection_across_runs_and_resumes() {
     assert_eq!(first["merkle_root"], second["merkle_root"]);
     assert_eq!(second["unique_ids_observed"], 3);
 }
+
+#[test]
+fn count_mode_asks_the_server_count_and_otherwise_traverses_fully() {
+    let env = Env::new();
+    let c = env.file("c.json", r#"{"source": "sim", "mode": "count"}"#);
+    // A source with an authorized server-side count: asked, no traversal, no coverage claim.
+    let (code, r, _) = env.json(&["scan", "--contract", &c, "--source", "sim:records=5000"]);
+    assert_eq!(
+        code, 0,
+        "count mode answered by the server is a successful command"
+    );
+    assert_eq!(r["count_total"], 5000);
+    assert_eq!(r["pages_observed"], 0);
+    assert_eq!(r["conclusion_scope"], "none");
+    // Without one: a full traversal, whose total counts only because it is verified.
+    let (code, r, _) = env.json(&[
+        "scan",
+        "--contract",
+        &c,
+        "--source",
+        "sim:records=5000,count=false",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(r["count_total"], 5000);
+    assert_eq!(r["pages_observed"], 50);
+    // A partial traversal never yields a total.
+    let (code, r, _) = env.json(&[
+        "scan",
+        "--contract",
+        &c,
+        "--source",
+        "sim:records=5000,count=false,fail_at=3",
+    ]);
+    assert_eq!(code, 3);
+    assert_eq!(r["count_total"], Value::Null);
+}
