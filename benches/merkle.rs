@@ -11,9 +11,12 @@
 //! SHA-NI (~1.5-2 GB/s) that is ~1 ms and ~4 ms, inside the 5 ms target only if building
 //! the leaf bodies costs little next to hashing them. `sparse1` (1 % density, array
 //! containers, 15,000 leaves, 20 MB of u16 bodies) has no target and shows the other path.
+//! `dense_runs` is `dense` with run-compressed bitmaps: the same root, but today's
+//! `leaf_body` rebuilds such a leaf value by value.
 //!
 //! Datasets (fixed seed): `dense` is IDs `0..10_000_000`; `density20` and `sparse1` keep each
-//! ID of `0, 1, 2, …` with probability 1/5 and 1/100 until they hold 10 M IDs.
+//! ID of `0, 1, 2, …` with probability 1/5 and 1/100 until they hold 10 M IDs; `dense_runs`
+//! holds the IDs of `dense` in run containers.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -41,8 +44,10 @@ impl SplitMix64 {
 }
 
 /// `N_IDS` IDs, each ID of `0, 1, 2, …` kept with probability `1 / one_in`, built one
-/// partition bitmap at a time (inserting 10 M IDs one by one would dominate setup).
-fn with_density(one_in: u64) -> IdSet {
+/// partition bitmap at a time (inserting 10 M IDs one by one would dominate setup). With
+/// `runs`, each bitmap is run-compressed (`RoaringBitmap::optimize`), as a store, a diff or
+/// another roaring writer may hand it over.
+fn with_density(one_in: u64, runs: bool) -> IdSet {
     let mut rng = SplitMix64(SEED);
     let mut set = IdSet::new();
     let mut id = 0u64;
@@ -57,6 +62,9 @@ fn with_density(one_in: u64) -> IdSet {
             }
             id += 1;
         }
+        if runs {
+            b.optimize();
+        }
         set.set_partition(p, b);
     }
     assert_eq!(set.len(), N_IDS);
@@ -69,8 +77,13 @@ fn merkle(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Elements(N_IDS));
-    for (name, one_in) in [("dense", 1), ("density20", 5), ("sparse1", 100)] {
-        let set = with_density(one_in);
+    for (name, one_in, runs) in [
+        ("dense", 1, false),
+        ("dense_runs", 1, true),
+        ("density20", 5, false),
+        ("sparse1", 100, false),
+    ] {
+        let set = with_density(one_in, runs);
         eprintln!(
             "merkle dataset {name}: {} IDs in {} partitions",
             set.len(),
