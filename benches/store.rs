@@ -185,12 +185,21 @@ fn ingest(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Elements((PAGES_PER_ITER * IDS_PER_PAGE) as u64));
-    for every in [1u32, 10] {
+    // `exclusive`: the store held by the writer alone (one fsync per commit instead of two).
+    for (every, exclusive) in [(1u32, false), (1, true), (10, false)] {
         for shape in [Shape::Dense, Shape::Density20] {
             let dir = tempfile::tempdir().expect("tempdir");
-            let mut ing = Ingest::begin(&dir.path().join("ingest.redb"), options(every));
+            let opts = StoreOptions {
+                exclusive,
+                ..options(every)
+            };
+            let mut ing = Ingest::begin(&dir.path().join("ingest.redb"), opts);
             let mut gen = PageGen::new(shape);
-            let op = format!("checkpoint_every_{every}");
+            let op = if exclusive {
+                format!("checkpoint_every_{every}_exclusive")
+            } else {
+                format!("checkpoint_every_{every}")
+            };
             group.bench_function(BenchmarkId::new(op, shape.name()), |b| {
                 b.iter_batched(
                     || gen.pages(PAGES_PER_ITER),

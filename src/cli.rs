@@ -140,6 +140,10 @@ pub struct WriteOpts {
     /// Do not keep the raw cursor that resume needs.
     #[arg(long)]
     pub no_keep_cursors: bool,
+    /// Hold the store for this process alone while writing: one fsync per commit instead of
+    /// two, but other processes cannot read the store until the scan ends.
+    #[arg(long)]
+    pub exclusive: bool,
     /// Print a progress line to stderr every few seconds.
     #[arg(long)]
     pub progress: bool,
@@ -153,6 +157,7 @@ impl WriteOpts {
         StoreOptions {
             keep_cursors: !self.no_keep_cursors,
             checkpoint_every_pages: self.checkpoint_every.max(1),
+            exclusive: self.exclusive,
         }
     }
 }

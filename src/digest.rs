@@ -188,31 +188,59 @@ pub fn chain_next(prev: &Hash, cursor_hash: &Hash) -> Hash {
 /// `j / 8`, least significant first). The layout is the same whatever container roaring chose.
 pub fn leaf_body(bitmap: &RoaringBitmap, out: &mut Vec<u8>) {
     out.clear();
+    if bitmap.is_empty() {
+        return;
+    }
+    // A one-container bitmap in roaring's portable format without run containers is a 16-byte
+    // header followed by exactly the canonical body (sorted u16s, or the 8192-byte bitmap),
+    // so serialize and drop the header. Run containers (bitmaps loaded from the store are
+    // run-optimized) are first expanded to the array or bitmap form roaring would choose.
+    if write_canonical_container(bitmap, out) {
+        return;
+    }
+    let mut expanded = bitmap.clone();
+    expanded.remove_run_compression();
+    if write_canonical_container(&expanded, out) {
+        return;
+    }
+    // Not reached for partition bitmaps; kept as the definition the fast paths must match.
+    out.clear();
     let n = bitmap.len();
     if n <= LEAF_ARRAY_MAX {
-        out.reserve(usize::try_from(n * 2).unwrap_or(0));
         for v in bitmap {
             // Partition bitmaps hold values below 2^16 (IdSet invariant).
             out.extend_from_slice(&(v as u16).to_le_bytes());
         }
         return;
     }
-    // Dense: roaring's own serialization of a bitmap container is already the canonical
-    // 8192 bytes, so take it when it is one; else build the words from the runs.
-    let mut ser = Vec::with_capacity(bitmap.serialized_size());
-    let serialized = bitmap.serialize_into(&mut ser).is_ok();
-    if serialized && ser.len() == 16 + 8192 && ser[..4] == 12346u32.to_le_bytes() {
-        out.extend_from_slice(&ser[16..]);
-        return;
-    }
     let mut words = [0u64; 1024];
     for v in bitmap {
         words[(v >> 6) as usize] |= 1u64 << (v & 63);
     }
-    out.reserve(8192);
     for w in words {
         out.extend_from_slice(&w.to_le_bytes());
     }
+}
+
+/// Serializes `bitmap` into `out` and keeps the body when it is already the canonical form
+/// for its cardinality; false (with `out` in an unspecified state) otherwise.
+fn write_canonical_container(bitmap: &RoaringBitmap, out: &mut Vec<u8>) -> bool {
+    const HEADER_LEN: usize = 16;
+    const NO_RUN_COOKIE: [u8; 4] = 12346u32.to_le_bytes();
+    out.clear();
+    if bitmap.serialize_into(&mut *out).is_err()
+        || out.len() < HEADER_LEN
+        || out[..4] != NO_RUN_COOKIE
+    {
+        return false;
+    }
+    let n = bitmap.len();
+    let want = if n <= LEAF_ARRAY_MAX { n * 2 } else { 8192 };
+    if (out.len() - HEADER_LEN) as u64 != want {
+        return false;
+    }
+    out.drain(..HEADER_LEN);
+    true
 }
 
 /// A leaf hash: `H(0x00 || u64le partition || u32le count || body)` (RFC 6962 leaf prefix).

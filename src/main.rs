@@ -4,6 +4,14 @@
 use clap::Parser;
 
 fn main() {
+    // Panics that the store catches and reports as a corrupt file stay quiet; any other panic
+    // is a bug and prints as usual.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !scanledger::store::inside_guard() {
+            default_hook(info);
+        }
+    }));
     let cli = match scanledger::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

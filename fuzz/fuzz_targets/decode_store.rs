@@ -216,7 +216,23 @@ fn exercise(path: &Path) {
     }
 }
 
+/// libfuzzer-sys aborts on every panic. The store catches redb's panics on damaged files and
+/// reports them as `Corrupt` (see `store::guard`), so those must unwind; any other panic is
+/// still a crash.
+fn install_hook() {
+    static HOOK: OnceLock<()> = OnceLock::new();
+    HOOK.get_or_init(|| {
+        let fuzzer_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !scanledger::store::inside_guard() {
+                fuzzer_hook(info);
+            }
+        }));
+    });
+}
+
 fuzz_target!(|input: Input<'_>| {
+    install_hook();
     let seed = seed();
     let bytes = match input {
         Input::Raw(b) => b.to_vec(),

@@ -117,6 +117,10 @@ pub(crate) fn decode_page(page_idx: u32, bytes: &[u8]) -> Option<PageLog> {
 
 pub(crate) fn encode_bitmap(b: &RoaringBitmap) -> Vec<u8> {
     debug_assert!(b.max().is_none_or(|m| u64::from(m) < PARTITION_WIDTH));
+    // Run-optimized before writing: a full partition is then a few bytes instead of 8 KiB
+    // (which redb would round up to a 16 KiB page), the main term of the store's size.
+    let mut b = b.clone();
+    b.optimize();
     let mut out = Vec::with_capacity(b.serialized_size());
     // Writing into a Vec cannot fail.
     let _ = b.serialize_into(&mut out);

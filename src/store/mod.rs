@@ -56,6 +56,11 @@ pub struct StoreOptions {
     /// re-fetches at most the N - 1 pages since the last commit. 1 (the default) commits
     /// every page.
     pub checkpoint_every_pages: u32,
+    /// Hold the file for this process alone while writing. A commit then costs one fsync
+    /// instead of two (redb's multi-process mode publishes each commit to readers), but other
+    /// processes cannot read the store (`runs`, `receipt`) until the writer closes it.
+    /// Default false.
+    pub exclusive: bool,
 }
 
 impl Default for StoreOptions {
@@ -63,6 +68,7 @@ impl Default for StoreOptions {
         StoreOptions {
             keep_cursors: true,
             checkpoint_every_pages: 1,
+            exclusive: false,
         }
     }
 }
@@ -74,11 +80,33 @@ enum Db {
 
 /// An open store file.
 pub struct Store {
-    db: Db,
+    /// `None` only while dropping (see `Drop for Store`).
+    db: Option<Db>,
+    /// A storage-engine panic was caught on this store: its redb handle may hold poisoned
+    /// locks, so it is leaked on drop rather than dropped (which would panic again).
+    broken: std::sync::Arc<std::sync::atomic::AtomicBool>,
     path: PathBuf,
     options: StoreOptions,
     poisoned: bool,
     pending_pages: Vec<PageLog>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let db = self.db.take();
+        if std::thread::panicking() || self.broken.load(std::sync::atomic::Ordering::Relaxed) {
+            // Dropping a redb handle whose locks a caught panic poisoned panics again (an
+            // abort while unwinding); leaking it (memory and a file handle) is the lesser harm.
+            std::mem::forget(db);
+            return;
+        }
+        // redb flushes on close and can panic there on a damaged file that no earlier
+        // operation tripped over: contain it like any other storage-engine panic.
+        let _ = guard(&self.path, &self.broken, "close", move || {
+            drop(db);
+            Ok::<(), StoreError>(())
+        });
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -140,31 +168,38 @@ impl Store {
     /// # Errors
     /// `StoreError` naming the path and the problem; `Locked` if another process writes it.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
-        let exists = path.exists();
-        let mut builder = Database::builder();
-        builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-        let db = if exists {
-            // Validate read-only first: opening a foreign or newer file for writing could
-            // change it before we know it is not ours.
-            drop(Store::open_read(path)?);
-            builder.open(path)
-        } else {
-            builder.create(path)
-        }
-        .map_err(|e| map_db_error(path, e))?;
-        let mut store = Store {
-            db: Db::Write(db),
-            path: path.to_owned(),
-            options,
-            poisoned: false,
-            pending_pages: Vec::new(),
-        };
-        if exists {
-            store.check_format()?;
-        } else {
-            store.init_format()?;
-        }
-        Ok(store)
+        guard(path, &std::sync::Arc::default(), "open", || {
+            let exists = path.exists();
+            let mut builder = Database::builder();
+            builder.set_concurrency_mode(if options.exclusive {
+                ConcurrencyMode::ExclusiveWriter
+            } else {
+                ConcurrencyMode::SingleWriter
+            });
+            let db = if exists {
+                // Validate read-only first: opening a foreign or newer file for writing could
+                // change it before we know it is not ours.
+                drop(Store::open_read(path)?);
+                builder.open(path)
+            } else {
+                builder.create(path)
+            }
+            .map_err(|e| map_db_error(path, e))?;
+            let mut store = Store {
+                db: Some(Db::Write(db)),
+                broken: std::sync::Arc::default(),
+                path: path.to_owned(),
+                options,
+                poisoned: false,
+                pending_pages: Vec::new(),
+            };
+            if exists {
+                store.check_format()?;
+            } else {
+                store.init_format()?;
+            }
+            Ok(store)
+        })
     }
 
     /// Opens (or creates) a store on a custom redb backend: the crash tests' power-loss
@@ -180,7 +215,8 @@ impl Store {
             .create_with_backend(backend)
             .map_err(|e| map_db_error(&path, e))?;
         let mut store = Store {
-            db: Db::Write(db),
+            db: Some(Db::Write(db)),
+            broken: std::sync::Arc::default(),
             path,
             options,
             poisoned: false,
@@ -199,38 +235,47 @@ impl Store {
     /// # Errors
     /// `StoreError` naming the path and the problem.
     pub fn open_read(path: &Path) -> Result<Store, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Missing {
-                path: path.to_owned(),
-            });
-        }
-        check_not_empty(path)?;
-        let mut builder = Database::builder();
-        builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-        let db = match builder.open_read_only(path) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::RepairAborted) => {
-                // A writer was killed: the file needs redb's recovery, which a read-only handle
-                // refuses to run. Open it once for writing (which recovers to the last
-                // committed transaction), close it, and read.
-                let mut wb = Database::builder();
-                wb.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-                drop(wb.open(path).map_err(|e| map_db_error(path, e))?);
-                builder
-                    .open_read_only(path)
-                    .map_err(|e| map_db_error(path, e))?
+        guard(path, &std::sync::Arc::default(), "open_read", || {
+            if !path.exists() {
+                return Err(StoreError::Missing {
+                    path: path.to_owned(),
+                });
             }
-            Err(e) => return Err(map_db_error(path, e)),
-        };
-        let store = Store {
-            db: Db::Read(db),
-            path: path.to_owned(),
-            options: StoreOptions::default(),
-            poisoned: false,
-            pending_pages: Vec::new(),
-        };
-        store.check_format()?;
-        Ok(store)
+            check_not_empty(path)?;
+            let mut builder = Database::builder();
+            builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+            let db = match builder.open_read_only(path) {
+                Ok(db) => db,
+                Err(redb::DatabaseError::RepairAborted) => {
+                    // A writer was killed: the file needs redb's recovery, which a read-only handle
+                    // refuses to run. Open it once for writing (which recovers to the last
+                    // committed transaction), close it, and read.
+                    let mut wb = Database::builder();
+                    wb.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+                    drop(wb.open(path).map_err(|e| map_db_error(path, e))?);
+                    builder
+                        .open_read_only(path)
+                        .map_err(|e| map_db_error(path, e))?
+                }
+                Err(e) => return Err(map_db_error(path, e)),
+            };
+            let store = Store {
+                db: Some(Db::Read(db)),
+                broken: std::sync::Arc::default(),
+                path: path.to_owned(),
+                options: StoreOptions::default(),
+                poisoned: false,
+                pending_pages: Vec::new(),
+            };
+            store.check_format()?;
+            Ok(store)
+        })
+    }
+
+    fn db(&self) -> &Db {
+        self.db
+            .as_ref()
+            .expect("invariant: the redb handle is present until the store is dropped")
     }
 
     /// The file's path.
@@ -257,7 +302,7 @@ impl Store {
     }
 
     fn read_txn(&self) -> Result<ReadTransaction, StoreError> {
-        match &self.db {
+        match self.db() {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
         }
@@ -271,7 +316,7 @@ impl Store {
                 path: self.path.clone(),
             });
         }
-        match &self.db {
+        match self.db() {
             Db::Write(db) => Ok(db),
             Db::Read(_) => Err(self.backend("write", "the store was opened read-only")),
         }
@@ -357,28 +402,30 @@ impl Store {
     /// # Errors
     /// `StoreError` when the store cannot be read or a record does not decode.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let txn = self.read_txn()?;
-        let runs = txn.open_table(RUNS).map_err(|e| self.corrupt(e))?;
-        let mut out = Vec::new();
-        for entry in runs.iter().map_err(|e| self.corrupt(e))?.rev() {
-            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
-            let run = k.value();
-            let rec = codec::decode_run(v.value())
-                .ok_or_else(|| self.corrupted("runs", run, "run record does not decode"))?;
-            let contract = self.contract_of(run, &rec)?;
-            out.push(RunSummary {
-                run_id: RunId(run).to_string(),
-                source: contract.scope.source,
-                tenant: contract.scope.tenant,
-                state: rec.state.as_str().to_owned(),
-                coverage_status: rec.status,
-                pages_observed: rec.progress.pages_observed,
-                unique_ids_observed: rec.unique_ids,
-                started_at: rfc3339(rec.started_at_ms),
-                finished_at: rec.finished_at_ms.map(rfc3339),
-            });
-        }
-        Ok(out)
+        guard(&self.path, &self.broken, "runs", || {
+            let txn = self.read_txn()?;
+            let runs = txn.open_table(RUNS).map_err(|e| self.corrupt(e))?;
+            let mut out = Vec::new();
+            for entry in runs.iter().map_err(|e| self.corrupt(e))?.rev() {
+                let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+                let run = k.value();
+                let rec = codec::decode_run(v.value())
+                    .ok_or_else(|| self.corrupted("runs", run, "run record does not decode"))?;
+                let contract = self.contract_of(run, &rec)?;
+                out.push(RunSummary {
+                    run_id: RunId(run).to_string(),
+                    source: contract.scope.source,
+                    tenant: contract.scope.tenant,
+                    state: rec.state.as_str().to_owned(),
+                    coverage_status: rec.status,
+                    pages_observed: rec.progress.pages_observed,
+                    unique_ids_observed: rec.unique_ids,
+                    started_at: rfc3339(rec.started_at_ms),
+                    finished_at: rec.finished_at_ms.map(rfc3339),
+                });
+            }
+            Ok(out)
+        })
     }
 
     fn contract_of(&self, run: u64, rec: &RunRecord) -> Result<Contract, StoreError> {
@@ -404,8 +451,10 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or corrupt.
     pub fn page_log(&self, run: RunId) -> Result<Vec<PageLog>, StoreError> {
-        let txn = self.read_txn()?;
-        self.page_log_in(&txn, run)
+        guard(&self.path, &self.broken, "page_log", || {
+            let txn = self.read_txn()?;
+            self.page_log_in(&txn, run)
+        })
     }
 
     fn page_log_in(&self, txn: &ReadTransaction, run: RunId) -> Result<Vec<PageLog>, StoreError> {
@@ -433,8 +482,10 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or a bitmap does not decode.
     pub fn ids(&self, run: RunId) -> Result<IdSet, StoreError> {
-        let txn = self.read_txn()?;
-        self.ids_in(&txn, run)
+        guard(&self.path, &self.broken, "ids", || {
+            let txn = self.read_txn()?;
+            self.ids_in(&txn, run)
+        })
     }
 
     fn ids_in(&self, txn: &ReadTransaction, run: RunId) -> Result<IdSet, StoreError> {
@@ -457,14 +508,16 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or the bitmap does not decode.
     pub fn partition(&self, run: RunId, p: u64) -> Result<Option<RoaringBitmap>, StoreError> {
-        let txn = self.read_txn()?;
-        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
-        let Some(v) = table.get((run.0, p)).map_err(|e| self.corrupt(e))? else {
-            return Ok(None);
-        };
-        codec::decode_bitmap(v.value())
-            .map(Some)
-            .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))
+        guard(&self.path, &self.broken, "partition", || {
+            let txn = self.read_txn()?;
+            let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+            let Some(v) = table.get((run.0, p)).map_err(|e| self.corrupt(e))? else {
+                return Ok(None);
+            };
+            codec::decode_bitmap(v.value())
+                .map(Some)
+                .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))
+        })
     }
 
     /// The Merkle leaves of a run: stored at finish, else computed from its partitions.
@@ -472,27 +525,28 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or corrupt.
     pub fn leaves(&self, run: RunId) -> Result<Vec<(u64, Hash)>, StoreError> {
-        let txn = self.read_txn()?;
-        let rec = self.run_record(&txn, run)?;
-        if rec.merkle_root.is_some() {
-            let table = txn.open_table(LEAVES).map_err(|e| self.corrupt(e))?;
-            let mut out = Vec::new();
-            for entry in table
-                .range((run.0, 0)..=(run.0, u64::MAX))
-                .map_err(|e| self.corrupt(e))?
-            {
-                let (k, v) = entry.map_err(|e| self.corrupt(e))?;
-                let h: Hash = v
-                    .value()
-                    .try_into()
-                    .map_err(|_| self.corrupted("leaves", run.0, "leaf hash is not 32 bytes"))?;
-                out.push((k.value().1, h));
+        guard(&self.path, &self.broken, "leaves", || {
+            let txn = self.read_txn()?;
+            let rec = self.run_record(&txn, run)?;
+            if rec.merkle_root.is_some() {
+                let table = txn.open_table(LEAVES).map_err(|e| self.corrupt(e))?;
+                let mut out = Vec::new();
+                for entry in table
+                    .range((run.0, 0)..=(run.0, u64::MAX))
+                    .map_err(|e| self.corrupt(e))?
+                {
+                    let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+                    let h: Hash = v.value().try_into().map_err(|_| {
+                        self.corrupted("leaves", run.0, "leaf hash is not 32 bytes")
+                    })?;
+                    out.push((k.value().1, h));
+                }
+                if out.len() as u64 == rec.partitions {
+                    return Ok(out);
+                }
             }
-            if out.len() as u64 == rec.partitions {
-                return Ok(out);
-            }
-        }
-        Ok(digest::leaves(&self.ids_in(&txn, run)?))
+            Ok(digest::leaves(&self.ids_in(&txn, run)?))
+        })
     }
 
     /// The stored Merkle root of a finished run, if any (without loading its partitions).
@@ -500,8 +554,10 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or corrupt.
     pub fn stored_root(&self, run: RunId) -> Result<Option<Hash>, StoreError> {
-        let txn = self.read_txn()?;
-        Ok(self.run_record(&txn, run)?.merkle_root)
+        guard(&self.path, &self.broken, "stored_root", || {
+            let txn = self.read_txn()?;
+            Ok(self.run_record(&txn, run)?.merkle_root)
+        })
     }
 
     /// Loads a run whole: contract, metadata, reconciler (ID and label sets, page-log cursor
@@ -510,79 +566,99 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable, unknown or corrupt.
     pub fn load(&self, run: RunId) -> Result<LoadedRun, StoreError> {
-        let txn = self.read_txn()?;
-        let rec = self.run_record(&txn, run)?;
-        let contract = self.contract_of(run.0, &rec)?;
-        let ids = self.ids_in(&txn, run)?;
-        if ids.len() != rec.unique_ids {
-            return Err(self.corrupted(
-                "ids",
-                run.0,
-                "bitmap cardinality differs from the run record",
-            ));
-        }
-        let mut labels = vec![IdSet::new(); rec.progress.label_names.len()];
-        let table = txn.open_table(LABELS).map_err(|e| self.corrupt(e))?;
-        for entry in table
-            .range((run.0, 0, 0)..=(run.0, u32::MAX, u64::MAX))
-            .map_err(|e| self.corrupt(e))?
-        {
-            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
-            let (_, label, p) = k.value();
-            let b = codec::decode_bitmap(v.value())
-                .ok_or_else(|| self.corrupted("labels", run.0, "label bitmap does not decode"))?;
-            let slot = labels
-                .get_mut(label as usize)
-                .ok_or_else(|| self.corrupted("labels", run.0, "label index without a name"))?;
-            slot.set_partition(p, b);
-        }
-        let pages = self.page_log_in(&txn, run)?;
-        if pages.len() != rec.progress.pages_observed as usize {
-            return Err(self.corrupted(
-                "pages",
-                run.0,
-                "page log length differs from the run record",
-            ));
-        }
-        let mut codec_state = IdCodec::new(contract.id_codec, contract.id_prefix.clone());
-        if contract.id_codec == IdCodecKind::String {
-            *codec_state.interner_mut() = self.interner_in(&txn, &scope_key(&contract))?;
-        }
-        let mut progress = rec.progress.clone();
-        progress.next = match rec.next_kind {
-            0 => None,
-            1 => Some(Request::First),
-            _ => {
-                let cursors = txn.open_table(CURSORS).map_err(|e| self.corrupt(e))?;
-                match cursors.get(run.0).map_err(|e| self.corrupt(e))? {
-                    Some(v) => Some(codec::decode_request(v.value()).ok_or_else(|| {
-                        self.corrupted("cursors", run.0, "resume request does not decode")
-                    })?),
-                    None => None,
-                }
+        guard(&self.path, &self.broken, "load", || {
+            let txn = self.read_txn()?;
+            let rec = self.run_record(&txn, run)?;
+            let contract = self.contract_of(run.0, &rec)?;
+            let ids = self.ids_in(&txn, run)?;
+            if ids.len() != rec.unique_ids {
+                return Err(self.corrupted(
+                    "ids",
+                    run.0,
+                    "bitmap cardinality differs from the run record",
+                ));
             }
-        };
-        let reconciler = Reconciler::restore(
-            &contract,
-            progress,
-            ids,
-            labels,
-            pages.iter().map(|p| p.cursor_hash),
-            codec_state,
-        );
-        Ok(LoadedRun {
-            meta: RunMeta {
-                run_id: run,
-                restarts: rec.restarts,
-                started_at: rfc3339(rec.started_at_ms),
-                finished_at: rec.finished_at_ms.map(rfc3339),
-                restarted_from: rec.restarted_from.map(RunId),
-                superseded_by: rec.superseded_by.map(RunId),
-                server_count: rec.server_count,
-            },
-            contract,
-            reconciler,
-            state: rec.state.as_str(),
+            let mut labels = vec![IdSet::new(); rec.progress.label_names.len()];
+            let table = txn.open_table(LABELS).map_err(|e| self.corrupt(e))?;
+            for entry in table
+                .range((run.0, 0, 0)..=(run.0, u32::MAX, u64::MAX))
+                .map_err(|e| self.corrupt(e))?
+            {
+                let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+                let (_, label, p) = k.value();
+                let b = codec::decode_bitmap(v.value()).ok_or_else(|| {
+                    self.corrupted("labels", run.0, "label bitmap does not decode")
+                })?;
+                let slot = labels
+                    .get_mut(label as usize)
+                    .ok_or_else(|| self.corrupted("labels", run.0, "label index without a name"))?;
+                slot.set_partition(p, b);
+            }
+            let pages = self.page_log_in(&txn, run)?;
+            if pages.len() != rec.progress.pages_observed as usize {
+                return Err(self.corrupted(
+                    "pages",
+                    run.0,
+                    "page log length differs from the run record",
+                ));
+            }
+            let mut codec_state = IdCodec::new(contract.id_codec, contract.id_prefix.clone());
+            if contract.id_codec == IdCodecKind::String {
+                *codec_state.interner_mut() = self.interner_in(&txn, &scope_key(&contract))?;
+            }
+            // The reconciler's invariants, checked here on decoded data: a damaged record must be
+            // reported as such, not trip an assertion later.
+            if rec.progress.records_observed != ids.len().saturating_add(rec.progress.duplicate_ids)
+            {
+                return Err(self.corrupted(
+                    "runs",
+                    run.0,
+                    "records observed differ from unique + duplicate IDs",
+                ));
+            }
+            if labels.iter().any(|l| !l.difference(&ids).is_empty()) {
+                return Err(self.corrupted(
+                    "labels",
+                    run.0,
+                    "a label holds an ID the run never observed",
+                ));
+            }
+            let mut progress = rec.progress.clone();
+            progress.next = match rec.next_kind {
+                0 => None,
+                1 => Some(Request::First),
+                _ => {
+                    let cursors = txn.open_table(CURSORS).map_err(|e| self.corrupt(e))?;
+                    match cursors.get(run.0).map_err(|e| self.corrupt(e))? {
+                        Some(v) => Some(codec::decode_request(v.value()).ok_or_else(|| {
+                            self.corrupted("cursors", run.0, "resume request does not decode")
+                        })?),
+                        None => None,
+                    }
+                }
+            };
+            let reconciler = Reconciler::restore(
+                &contract,
+                progress,
+                ids,
+                labels,
+                pages.iter().map(|p| p.cursor_hash),
+                codec_state,
+            );
+            Ok(LoadedRun {
+                meta: RunMeta {
+                    run_id: run,
+                    restarts: rec.restarts,
+                    started_at: rfc3339(rec.started_at_ms),
+                    finished_at: rec.finished_at_ms.map(rfc3339),
+                    restarted_from: rec.restarted_from.map(RunId),
+                    superseded_by: rec.superseded_by.map(RunId),
+                    server_count: rec.server_count,
+                },
+                contract,
+                reconciler,
+                state: rec.state.as_str(),
+            })
         })
     }
 
@@ -608,12 +684,14 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable, unknown or corrupt.
     pub fn receipt(&self, run: RunId) -> Result<Receipt, StoreError> {
-        let loaded = self.load(run)?;
-        Ok(Receipt::build(
-            &loaded.contract,
-            &loaded.meta,
-            &loaded.reconciler,
-        ))
+        guard(&self.path, &self.broken, "receipt", || {
+            let loaded = self.load(run)?;
+            Ok(Receipt::build(
+                &loaded.contract,
+                &loaded.meta,
+                &loaded.reconciler,
+            ))
+        })
     }
 
     /// Loads a run for `resume`: reopens a transient stop, raises budgets.
@@ -621,45 +699,47 @@ impl Store {
     /// # Errors
     /// `NotResumable` when the run is superseded, finished for good, or its cursor was not kept.
     pub fn prepare_resume(&self, run: RunId, raise: &Raise) -> Result<LoadedRun, StoreError> {
-        let mut loaded = self.load(run)?;
-        let not = |reason: &str| StoreError::NotResumable {
-            run: run.0,
-            reason: reason.to_owned(),
-        };
-        if loaded.state == "superseded" {
-            return Err(not("it was superseded by a restart"));
-        }
-        let rec = &mut loaded.reconciler;
-        if rec.progress().next.is_none() {
-            return Err(
-                if rec.progress().terminal_observed || rec.status() == Status::Failed {
-                    not("it is finished; there is nothing left to request")
-                } else {
-                    not("its cursor was not kept (the store was written with --no-keep-cursors)")
-                },
-            );
-        }
-        if rec.is_finished() && !rec.reopen() {
-            return Err(not("it stopped on a finding that resuming cannot change"));
-        }
-        rec.raise_limits(raise.max_pages, raise.max_records, raise.max_bytes);
-        if let Some(p) = raise.max_pages {
-            loaded.contract.limits.max_pages = Some(p);
-        }
-        if raise.max_records.is_some() {
-            loaded.contract.limits.max_records = raise.max_records;
-        }
-        if raise.max_bytes.is_some() {
-            loaded.contract.limits.max_bytes = raise.max_bytes;
-        }
-        if raise.deadline_seconds.is_some() {
-            loaded.contract.limits.deadline_seconds = raise.deadline_seconds;
-        }
-        if let crate::contract::Mode::Sample(_) = loaded.contract.mode {
-            loaded.contract.mode = crate::contract::Mode::All;
-        }
-        loaded.meta.finished_at = None;
-        Ok(loaded)
+        guard(&self.path, &self.broken, "prepare_resume", || {
+            let mut loaded = self.load(run)?;
+            let not = |reason: &str| StoreError::NotResumable {
+                run: run.0,
+                reason: reason.to_owned(),
+            };
+            if loaded.state == "superseded" {
+                return Err(not("it was superseded by a restart"));
+            }
+            let rec = &mut loaded.reconciler;
+            if rec.progress().next.is_none() {
+                return Err(
+                    if rec.progress().terminal_observed || rec.status() == Status::Failed {
+                        not("it is finished; there is nothing left to request")
+                    } else {
+                        not("its cursor was not kept (the store was written with --no-keep-cursors)")
+                    },
+                );
+            }
+            if rec.is_finished() && !rec.reopen() {
+                return Err(not("it stopped on a finding that resuming cannot change"));
+            }
+            rec.raise_limits(raise.max_pages, raise.max_records, raise.max_bytes);
+            if let Some(p) = raise.max_pages {
+                loaded.contract.limits.max_pages = Some(p);
+            }
+            if raise.max_records.is_some() {
+                loaded.contract.limits.max_records = raise.max_records;
+            }
+            if raise.max_bytes.is_some() {
+                loaded.contract.limits.max_bytes = raise.max_bytes;
+            }
+            if raise.deadline_seconds.is_some() {
+                loaded.contract.limits.deadline_seconds = raise.deadline_seconds;
+            }
+            if let crate::contract::Mode::Sample(_) = loaded.contract.mode {
+                loaded.contract.mode = crate::contract::Mode::All;
+            }
+            loaded.meta.finished_at = None;
+            Ok(loaded)
+        })
     }
 
     fn write_checkpoint(
@@ -878,69 +958,79 @@ impl RunSink for Store {
         started_at_ms: u64,
         rec: &mut Reconciler,
     ) -> Result<RunId, Error> {
-        if contract.id_codec == IdCodecKind::String {
-            let txn = self.read_txn()?;
-            *rec.codec_mut().interner_mut() = self.interner_in(&txn, &scope_key(contract))?;
-        }
-        let db = self.write_db()?;
-        let txn = db
-            .begin_write()
-            .map_err(|e| self.backend("begin write", e))?;
-        let run;
-        {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(|e| self.backend("open meta", e))?;
-            let next = meta
-                .get("next_run")
-                .map_err(|e| self.backend("read meta", e))?
-                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-                .map(u64::from_le_bytes)
-                .ok_or_else(|| self.corrupted("meta", 0, "next_run is missing or not 8 bytes"))?;
-            run = next;
-            meta.insert("next_run", (next + 1).to_le_bytes().as_slice())
-                .map_err(|e| self.backend("write meta", e))?;
-            let record = RunRecord {
-                contract_json: contract.to_value().to_string(),
-                state: RunState::Running,
-                started_at_ms,
-                finished_at_ms: None,
-                restarts: 0,
-                restarted_from: restarted_from.map(|r| r.0),
-                superseded_by: None,
-                server_count: None,
-                progress: {
-                    let mut p = rec.progress().clone();
-                    p.next = None;
-                    p
-                },
-                next_kind: codec::next_kind(rec.progress().next.as_ref()),
-                unique_ids: 0,
-                partitions: 0,
-                merkle_root: None,
-                status: Status::Unknown,
-            };
-            let mut record = record;
-            if let Some(old) = restarted_from {
-                let runs = txn
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        let result = guard(&path, &broken, "begin", || {
+            if contract.id_codec == IdCodecKind::String {
+                let txn = self.read_txn()?;
+                *rec.codec_mut().interner_mut() = self.interner_in(&txn, &scope_key(contract))?;
+            }
+            let db = self.write_db()?;
+            let txn = db
+                .begin_write()
+                .map_err(|e| self.backend("begin write", e))?;
+            let run;
+            {
+                let mut meta = txn
+                    .open_table(META)
+                    .map_err(|e| self.backend("open meta", e))?;
+                let next = meta
+                    .get("next_run")
+                    .map_err(|e| self.backend("read meta", e))?
+                    .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+                    .map(u64::from_le_bytes)
+                    .ok_or_else(|| {
+                        self.corrupted("meta", 0, "next_run is missing or not 8 bytes")
+                    })?;
+                run = next;
+                meta.insert("next_run", (next + 1).to_le_bytes().as_slice())
+                    .map_err(|e| self.backend("write meta", e))?;
+                let record = RunRecord {
+                    contract_json: contract.to_value().to_string(),
+                    state: RunState::Running,
+                    started_at_ms,
+                    finished_at_ms: None,
+                    restarts: 0,
+                    restarted_from: restarted_from.map(|r| r.0),
+                    superseded_by: None,
+                    server_count: None,
+                    progress: {
+                        let mut p = rec.progress().clone();
+                        p.next = None;
+                        p
+                    },
+                    next_kind: codec::next_kind(rec.progress().next.as_ref()),
+                    unique_ids: 0,
+                    partitions: 0,
+                    merkle_root: None,
+                    status: Status::Unknown,
+                };
+                let mut record = record;
+                if let Some(old) = restarted_from {
+                    let runs = txn
+                        .open_table(RUNS)
+                        .map_err(|e| self.backend("open runs", e))?;
+                    let prior = runs
+                        .get(old.0)
+                        .map_err(|e| self.backend("read run", e))?
+                        .and_then(|v| codec::decode_run(v.value()));
+                    if let Some(o) = prior {
+                        record.restarts = o.restarts + 1;
+                    }
+                }
+                let mut runs = txn
                     .open_table(RUNS)
                     .map_err(|e| self.backend("open runs", e))?;
-                let prior = runs
-                    .get(old.0)
-                    .map_err(|e| self.backend("read run", e))?
-                    .and_then(|v| codec::decode_run(v.value()));
-                if let Some(o) = prior {
-                    record.restarts = o.restarts + 1;
-                }
+                runs.insert(run, codec::encode_run(&record).as_slice())
+                    .map_err(|e| self.backend("write run", e))?;
             }
-            let mut runs = txn
-                .open_table(RUNS)
-                .map_err(|e| self.backend("open runs", e))?;
-            runs.insert(run, codec::encode_run(&record).as_slice())
-                .map_err(|e| self.backend("write run", e))?;
+            txn.commit().map_err(|e| self.backend("commit", e))?;
+            Ok(RunId(run))
+        });
+        if result.is_err() {
+            self.poisoned = true;
         }
-        txn.commit().map_err(|e| self.backend("commit", e))?;
-        Ok(RunId(run))
+        result
     }
 
     fn checkpoint(
@@ -949,7 +1039,15 @@ impl RunSink for Store {
         rec: &mut Reconciler,
         page: Option<&PageLog>,
     ) -> Result<(), Error> {
-        Ok(self.write_checkpoint(run, rec, page, None)?)
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        let result = guard(&path, &broken, "checkpoint", || {
+            Ok(self.write_checkpoint(run, rec, page, None)?)
+        });
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
     }
 
     fn finish(
@@ -958,19 +1056,86 @@ impl RunSink for Store {
         rec: &mut Reconciler,
         finished_at_ms: u64,
     ) -> Result<(), Error> {
-        Ok(self.write_checkpoint(run, rec, None, Some((RunState::Finished, finished_at_ms)))?)
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        let result = guard(&path, &broken, "finish", || {
+            Ok(self.write_checkpoint(run, rec, None, Some((RunState::Finished, finished_at_ms)))?)
+        });
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
     }
 
     fn supersede(&mut self, old: RunId, new: RunId) -> Result<(), Error> {
-        Ok(self.update_record(old, |r| {
-            r.state = RunState::Superseded;
-            r.superseded_by = Some(new.0);
-        })?)
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        let result = guard(&path, &broken, "supersede", || {
+            Ok(self.update_record(old, |r| {
+                r.state = RunState::Superseded;
+                r.superseded_by = Some(new.0);
+            })?)
+        });
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
     }
 
     fn server_count(&mut self, run: RunId, n: u64) -> Result<(), Error> {
-        Ok(self.set_server_count(run, n)?)
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        let result = guard(&path, &broken, "server_count", || {
+            Ok(self.set_server_count(run, n)?)
+        });
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
     }
+}
+
+thread_local! {
+    static GUARD_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the current thread is inside a store operation whose panics are caught and
+/// reported as a corrupt store (a panic hook uses this to stay quiet about them).
+#[doc(hidden)]
+#[must_use]
+pub fn inside_guard() -> bool {
+    GUARD_DEPTH.with(|d| d.get() > 0)
+}
+
+/// Runs a store operation, turning a panic into `StoreError::Corrupt`.
+///
+/// redb (4.x) panics on some damaged files (unreachable B-tree states, invalid UTF-8 in `&str`
+/// keys, out-of-range slices) instead of returning an error; the fuzz target `decode_store`
+/// finds dozens of such sites. A corrupt file must be reported, never crash the program, so
+/// every public operation of the store runs under this guard. The store is then poisoned for
+/// writes by the caller. Our own invariants are asserted outside redb calls and are bugs.
+fn guard<T, E: From<StoreError>>(
+    path: &Path,
+    broken: &std::sync::atomic::AtomicBool,
+    op: &'static str,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    GUARD_DEPTH.with(|d| d.set(d.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARD_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    result.unwrap_or_else(|panic| {
+        broken.store(true, std::sync::atomic::Ordering::Relaxed);
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("{op} failed inside the storage engine: {message}"),
+        }
+        .into())
+    })
 }
 
 fn check_not_empty(path: &Path) -> Result<(), StoreError> {
@@ -1041,23 +1206,25 @@ impl Store {
     /// # Errors
     /// `UnknownRun`, or `StoreError` when unreadable or corrupt.
     pub fn run_header(&self, run: RunId) -> Result<RunHeader, StoreError> {
-        let txn = self.read_txn()?;
-        let rec = self.run_record(&txn, run)?;
-        let contract = self.contract_of(run.0, &rec)?;
-        Ok(RunHeader {
-            run_id: run,
-            id_prefix: rec
-                .progress
-                .id_prefix
-                .clone()
-                .or_else(|| contract.id_prefix.clone()),
-            contract,
-            state: rec.state.as_str(),
-            coverage_status: rec.status,
-            pages_observed: rec.progress.pages_observed,
-            unique_ids_observed: rec.unique_ids,
-            partitions: rec.partitions,
-            merkle_root: rec.merkle_root,
+        guard(&self.path, &self.broken, "run_header", || {
+            let txn = self.read_txn()?;
+            let rec = self.run_record(&txn, run)?;
+            let contract = self.contract_of(run.0, &rec)?;
+            Ok(RunHeader {
+                run_id: run,
+                id_prefix: rec
+                    .progress
+                    .id_prefix
+                    .clone()
+                    .or_else(|| contract.id_prefix.clone()),
+                contract,
+                state: rec.state.as_str(),
+                coverage_status: rec.status,
+                pages_observed: rec.progress.pages_observed,
+                unique_ids_observed: rec.unique_ids,
+                partitions: rec.partitions,
+                merkle_root: rec.merkle_root,
+            })
         })
     }
 
@@ -1067,12 +1234,14 @@ impl Store {
     /// # Errors
     /// `StoreError` when the interner is unreadable or corrupt.
     pub fn codec(&self, header: &RunHeader) -> Result<IdCodec, StoreError> {
-        let mut codec = IdCodec::new(header.contract.id_codec, header.id_prefix.clone());
-        if header.contract.id_codec == IdCodecKind::String {
-            let txn = self.read_txn()?;
-            *codec.interner_mut() = self.interner_in(&txn, &scope_key(&header.contract))?;
-        }
-        Ok(codec)
+        guard(&self.path, &self.broken, "codec", || {
+            let mut codec = IdCodec::new(header.contract.id_codec, header.id_prefix.clone());
+            if header.contract.id_codec == IdCodecKind::String {
+                let txn = self.read_txn()?;
+                *codec.interner_mut() = self.interner_in(&txn, &scope_key(&header.contract))?;
+            }
+            Ok(codec)
+        })
     }
 
     /// Several partitions of a run (low 16 bits), in the order asked; `None` for an empty one.
@@ -1084,19 +1253,21 @@ impl Store {
         run: RunId,
         indexes: &[u64],
     ) -> Result<Vec<(u64, Option<RoaringBitmap>)>, StoreError> {
-        let txn = self.read_txn()?;
-        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
-        let mut out = Vec::with_capacity(indexes.len());
-        for &p in indexes {
-            let bitmap = match table.get((run.0, p)).map_err(|e| self.corrupt(e))? {
-                None => None,
-                Some(v) => Some(codec::decode_bitmap(v.value()).ok_or_else(|| {
-                    self.corrupted("ids", run.0, "partition bitmap does not decode")
-                })?),
-            };
-            out.push((p, bitmap));
-        }
-        Ok(out)
+        guard(&self.path, &self.broken, "partitions_of", || {
+            let txn = self.read_txn()?;
+            let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+            let mut out = Vec::with_capacity(indexes.len());
+            for &p in indexes {
+                let bitmap = match table.get((run.0, p)).map_err(|e| self.corrupt(e))? {
+                    None => None,
+                    Some(v) => Some(codec::decode_bitmap(v.value()).ok_or_else(|| {
+                        self.corrupted("ids", run.0, "partition bitmap does not decode")
+                    })?),
+                };
+                out.push((p, bitmap));
+            }
+            Ok(out)
+        })
     }
 
     /// The partitions `first..=last` of a run's ID set.
@@ -1109,22 +1280,25 @@ impl Store {
         first: u64,
         last: u64,
     ) -> Result<IdSet, StoreError> {
-        let txn = self.read_txn()?;
-        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
-        let mut set = IdSet::new();
-        if first > last {
-            return Ok(set);
-        }
-        for entry in table
-            .range((run.0, first)..=(run.0, last))
-            .map_err(|e| self.corrupt(e))?
-        {
-            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
-            let b = codec::decode_bitmap(v.value())
-                .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))?;
-            set.set_partition(k.value().1, b);
-        }
-        Ok(set)
+        guard(&self.path, &self.broken, "partitions_between", || {
+            let txn = self.read_txn()?;
+            let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+            let mut set = IdSet::new();
+            if first > last {
+                return Ok(set);
+            }
+            for entry in table
+                .range((run.0, first)..=(run.0, last))
+                .map_err(|e| self.corrupt(e))?
+            {
+                let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+                let b = codec::decode_bitmap(v.value()).ok_or_else(|| {
+                    self.corrupted("ids", run.0, "partition bitmap does not decode")
+                })?;
+                set.set_partition(k.value().1, b);
+            }
+            Ok(set)
+        })
     }
 
     /// Up to `n_max` IDs of a run at or above `start`, ascending: one page of `page`.
@@ -1133,33 +1307,36 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable or a bitmap does not decode.
     pub fn ids_from(&self, run: RunId, start: u64, n_max: usize) -> Result<Vec<u64>, StoreError> {
-        let txn = self.read_txn()?;
-        let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
-        let mut out = Vec::with_capacity(n_max.min(1 << 16));
-        let first = crate::idset::partition_of(start);
-        for entry in table
-            .range((run.0, first)..=(run.0, u64::MAX))
-            .map_err(|e| self.corrupt(e))?
-        {
-            if out.len() >= n_max {
-                break;
-            }
-            let (k, v) = entry.map_err(|e| self.corrupt(e))?;
-            let b = codec::decode_bitmap(v.value())
-                .ok_or_else(|| self.corrupted("ids", run.0, "partition bitmap does not decode"))?;
-            let base = k.value().1 << crate::idset::PARTITION_BITS;
-            for low in &b {
-                let id = base | u64::from(low);
-                if id < start {
-                    continue;
-                }
+        guard(&self.path, &self.broken, "ids_from", || {
+            let txn = self.read_txn()?;
+            let table = txn.open_table(IDS).map_err(|e| self.corrupt(e))?;
+            let mut out = Vec::with_capacity(n_max.min(1 << 16));
+            let first = crate::idset::partition_of(start);
+            for entry in table
+                .range((run.0, first)..=(run.0, u64::MAX))
+                .map_err(|e| self.corrupt(e))?
+            {
                 if out.len() >= n_max {
                     break;
                 }
-                out.push(id);
+                let (k, v) = entry.map_err(|e| self.corrupt(e))?;
+                let b = codec::decode_bitmap(v.value()).ok_or_else(|| {
+                    self.corrupted("ids", run.0, "partition bitmap does not decode")
+                })?;
+                let base = k.value().1 << crate::idset::PARTITION_BITS;
+                for low in &b {
+                    let id = base | u64::from(low);
+                    if id < start {
+                        continue;
+                    }
+                    if out.len() >= n_max {
+                        break;
+                    }
+                    out.push(id);
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The store's page-token key, if one was made.
@@ -1167,14 +1344,16 @@ impl Store {
     /// # Errors
     /// `StoreError` when unreadable, or the key has the wrong length.
     pub fn page_token_key(&self) -> Result<Option<[u8; MAC_KEY_LEN]>, StoreError> {
-        let txn = self.read_txn()?;
-        let meta = txn.open_table(META).map_err(|e| self.corrupt(e))?;
-        let Some(v) = meta.get(MAC_KEY_META).map_err(|e| self.corrupt(e))? else {
-            return Ok(None);
-        };
-        let key = <[u8; MAC_KEY_LEN]>::try_from(v.value())
-            .map_err(|_| self.corrupted("meta", 0, "page_token_key is not 32 bytes"))?;
-        Ok(Some(key))
+        guard(&self.path, &self.broken, "page_token_key", || {
+            let txn = self.read_txn()?;
+            let meta = txn.open_table(META).map_err(|e| self.corrupt(e))?;
+            let Some(v) = meta.get(MAC_KEY_META).map_err(|e| self.corrupt(e))? else {
+                return Ok(None);
+            };
+            let key = <[u8; MAC_KEY_LEN]>::try_from(v.value())
+                .map_err(|_| self.corrupted("meta", 0, "page_token_key is not 32 bytes"))?;
+            Ok(Some(key))
+        })
     }
 
     /// The store's page-token key, made from `/dev/urandom` and kept in META at first use.
@@ -1183,42 +1362,46 @@ impl Store {
     /// # Errors
     /// `StoreError` when the store is read-only or unwritable, or the random source fails.
     pub fn mac_key(&mut self) -> Result<[u8; MAC_KEY_LEN], StoreError> {
-        if let Some(key) = self.page_token_key()? {
-            return Ok(key);
-        }
-        let db = self.write_db()?;
-        let txn = db
-            .begin_write()
-            .map_err(|e| self.backend("begin write", e))?;
-        let key;
-        {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(|e| self.backend("open meta", e))?;
-            // Another writer may have made the key between our read and this transaction.
-            let existing = meta
-                .get(MAC_KEY_META)
-                .map_err(|e| self.backend("read meta", e))?
-                .map(|v| <[u8; MAC_KEY_LEN]>::try_from(v.value()));
-            key = match existing {
-                Some(Ok(k)) => k,
-                Some(Err(_)) => {
-                    return Err(self.corrupted("meta", 0, "page_token_key is not 32 bytes"))
-                }
-                None => {
-                    let mut k = [0u8; MAC_KEY_LEN];
-                    let mut urandom = std::fs::File::open("/dev/urandom")
-                        .map_err(|e| self.backend("open /dev/urandom", e))?;
-                    std::io::Read::read_exact(&mut urandom, &mut k)
-                        .map_err(|e| self.backend("read /dev/urandom", e))?;
-                    meta.insert(MAC_KEY_META, k.as_slice())
-                        .map_err(|e| self.backend("write meta", e))?;
-                    k
-                }
-            };
-        }
-        txn.commit().map_err(|e| self.backend("commit", e))?;
-        Ok(key)
+        let path = self.path.clone();
+        let broken = self.broken.clone();
+        guard(&path, &broken, "mac_key", || {
+            if let Some(key) = self.page_token_key()? {
+                return Ok(key);
+            }
+            let db = self.write_db()?;
+            let txn = db
+                .begin_write()
+                .map_err(|e| self.backend("begin write", e))?;
+            let key;
+            {
+                let mut meta = txn
+                    .open_table(META)
+                    .map_err(|e| self.backend("open meta", e))?;
+                // Another writer may have made the key between our read and this transaction.
+                let existing = meta
+                    .get(MAC_KEY_META)
+                    .map_err(|e| self.backend("read meta", e))?
+                    .map(|v| <[u8; MAC_KEY_LEN]>::try_from(v.value()));
+                key = match existing {
+                    Some(Ok(k)) => k,
+                    Some(Err(_)) => {
+                        return Err(self.corrupted("meta", 0, "page_token_key is not 32 bytes"))
+                    }
+                    None => {
+                        let mut k = [0u8; MAC_KEY_LEN];
+                        let mut urandom = std::fs::File::open("/dev/urandom")
+                            .map_err(|e| self.backend("open /dev/urandom", e))?;
+                        std::io::Read::read_exact(&mut urandom, &mut k)
+                            .map_err(|e| self.backend("read /dev/urandom", e))?;
+                        meta.insert(MAC_KEY_META, k.as_slice())
+                            .map_err(|e| self.backend("write meta", e))?;
+                        k
+                    }
+                };
+            }
+            txn.commit().map_err(|e| self.backend("commit", e))?;
+            Ok(key)
+        })
     }
 }
 
@@ -1244,39 +1427,42 @@ impl Store {
     /// `Error::Usage` when the runs are not comparable (`diff::comparable`); `StoreError`
     /// when a run is unknown, unreadable or corrupt.
     pub fn diff_runs(&self, old: RunId, new: RunId) -> Result<RunDiff, Error> {
-        let old_h = self.run_header(old)?;
-        let new_h = self.run_header(new)?;
-        crate::diff::comparable(&old_h.comparable(), &new_h.comparable())
-            .map_err(|e| Error::Usage(e.to_string()))?;
-        if let (Some(a), Some(b)) = (old_h.merkle_root, new_h.merkle_root) {
-            if a == b {
-                return Ok(RunDiff {
-                    old: old_h,
-                    new: new_h,
-                    diff: crate::diff::Diff::default(),
-                    partitions_loaded: 0,
-                });
+        guard(&self.path, &self.broken, "diff_runs", || {
+            let old_h = self.run_header(old)?;
+            let new_h = self.run_header(new)?;
+            crate::diff::comparable(&old_h.comparable(), &new_h.comparable())
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            if let (Some(a), Some(b)) = (old_h.merkle_root, new_h.merkle_root) {
+                if a == b {
+                    return Ok(RunDiff {
+                        old: old_h,
+                        new: new_h,
+                        diff: crate::diff::Diff::default(),
+                        partitions_loaded: 0,
+                    });
+                }
             }
-        }
-        let differing = crate::diff::differing_partitions(&self.leaves(old)?, &self.leaves(new)?);
-        let old_parts = self.partitions_of(old, &differing)?;
-        let new_parts = self.partitions_of(new, &differing)?;
-        let partitions_loaded = old_parts
-            .iter()
-            .chain(&new_parts)
-            .filter(|(_, b)| b.is_some())
-            .count() as u64;
-        let diff = crate::diff::of_partitions(
-            old_parts
+            let differing =
+                crate::diff::differing_partitions(&self.leaves(old)?, &self.leaves(new)?);
+            let old_parts = self.partitions_of(old, &differing)?;
+            let new_parts = self.partitions_of(new, &differing)?;
+            let partitions_loaded = old_parts
                 .iter()
-                .zip(&new_parts)
-                .map(|((p, o), (_, n))| (*p, o.as_ref(), n.as_ref())),
-        );
-        Ok(RunDiff {
-            old: old_h,
-            new: new_h,
-            diff,
-            partitions_loaded,
+                .chain(&new_parts)
+                .filter(|(_, b)| b.is_some())
+                .count() as u64;
+            let diff = crate::diff::of_partitions(
+                old_parts
+                    .iter()
+                    .zip(&new_parts)
+                    .map(|((p, o), (_, n))| (*p, o.as_ref(), n.as_ref())),
+            );
+            Ok(RunDiff {
+                old: old_h,
+                new: new_h,
+                diff,
+                partitions_loaded,
+            })
         })
     }
 
@@ -1286,46 +1472,48 @@ impl Store {
     /// # Errors
     /// `StoreError` when the store or the run's records are unreadable or corrupt.
     pub fn verify(&self, receipt: &Receipt) -> Result<Vec<crate::verify::Mismatch>, StoreError> {
-        let run_mismatch = |why: String| {
-            vec![crate::verify::Mismatch {
-                field: "run_id".to_owned(),
-                found_in: crate::verify::FoundIn::Receipt,
-                found: serde_json::Value::String(receipt.run_id.clone()).to_string(),
-                recomputed: why,
-                detail: None,
-            }]
-        };
-        let Ok(run) = receipt.run_id.parse::<RunId>() else {
-            return Ok(run_mismatch("a run ID of the form run-N".to_owned()));
-        };
-        let loaded = match self.load(run) {
-            Ok(l) => l,
-            Err(StoreError::UnknownRun { .. }) => {
-                return Ok(run_mismatch(format!(
-                    "no such run in store {}",
-                    self.path.display()
-                )))
-            }
-            Err(e) => return Err(e),
-        };
-        let pages: Vec<crate::verify::PageEvidence> = self
-            .page_log(run)?
-            .iter()
-            .map(|p| crate::verify::PageEvidence {
-                cursor_hash: p.cursor_hash,
-                n_items: p.n_items,
-            })
-            .collect();
-        let leaves = self.leaves(run)?;
-        let evidence = crate::verify::Evidence {
-            contract: &loaded.contract,
-            meta: &loaded.meta,
-            reconciler: &loaded.reconciler,
-            pages: &pages,
-            stored_root: self.stored_root(run)?,
-            stored_leaves: &leaves,
-        };
-        Ok(crate::verify::check(receipt, &evidence))
+        guard(&self.path, &self.broken, "verify", || {
+            let run_mismatch = |why: String| {
+                vec![crate::verify::Mismatch {
+                    field: "run_id".to_owned(),
+                    found_in: crate::verify::FoundIn::Receipt,
+                    found: serde_json::Value::String(receipt.run_id.clone()).to_string(),
+                    recomputed: why,
+                    detail: None,
+                }]
+            };
+            let Ok(run) = receipt.run_id.parse::<RunId>() else {
+                return Ok(run_mismatch("a run ID of the form run-N".to_owned()));
+            };
+            let loaded = match self.load(run) {
+                Ok(l) => l,
+                Err(StoreError::UnknownRun { .. }) => {
+                    return Ok(run_mismatch(format!(
+                        "no such run in store {}",
+                        self.path.display()
+                    )))
+                }
+                Err(e) => return Err(e),
+            };
+            let pages: Vec<crate::verify::PageEvidence> = self
+                .page_log(run)?
+                .iter()
+                .map(|p| crate::verify::PageEvidence {
+                    cursor_hash: p.cursor_hash,
+                    n_items: p.n_items,
+                })
+                .collect();
+            let leaves = self.leaves(run)?;
+            let evidence = crate::verify::Evidence {
+                contract: &loaded.contract,
+                meta: &loaded.meta,
+                reconciler: &loaded.reconciler,
+                pages: &pages,
+                stored_root: self.stored_root(run)?,
+                stored_leaves: &leaves,
+            };
+            Ok(crate::verify::check(receipt, &evidence))
+        })
     }
 }
 

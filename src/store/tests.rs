@@ -301,5 +301,6 @@ fn power_loss_with_group_commit_resumes_exactly() {
     power_loss_at_every_point(StoreOptions {
         keep_cursors: true,
         checkpoint_every_pages: 4,
+        ..StoreOptions::default()
     });
 }

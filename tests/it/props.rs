@@ -244,7 +244,9 @@ impl Model {
         use ViolationKind as K;
         if let Some(s) = p.snapshot.map(snapshot) {
             match &self.pinned {
-                None => self.pinned = Some(s),
+                // Only the first page pins an unpinned run; a later first echo leaves it live.
+                None if self.pages == 0 => self.pinned = Some(s),
+                None => {}
                 Some(pinned) if *pinned == s => {}
                 Some(_) => return self.stop(K::SnapshotChanged),
             }
