@@ -226,3 +226,56 @@ fn readers_work_while_a_scan_writes_and_a_second_writer_is_told_the_store_is_loc
     let _ = writer.kill();
     let _ = writer.wait();
 }
+
+/// redb 4 panics on some damaged files instead of returning an error (the `decode_store`
+/// fuzz target found dozens of sites: unreachable B-tree states, invalid UTF-8 in keys,
+/// out-of-range slices). The store contains those panics and reports the file as corrupt.
+/// This flips one byte at a time across a valid store and runs a reader and a writer on it:
+/// whatever the damage, the answer is an exit code of the SPEC (never 101, never a panic
+/// message), and a damaged file that is refused says so with its path.
+#[test]
+fn single_byte_damage_anywhere_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = valid_store(dir.path());
+    let bytes = std::fs::read(&good).unwrap();
+    let contract = util::write(dir.path(), "contract.json", CONTRACT);
+    let damaged = dir
+        .path()
+        .join("damaged.redb")
+        .to_string_lossy()
+        .into_owned();
+    let mut refused = 0;
+    let step = (bytes.len() / 48).max(1);
+    for (n, offset) in (0..bytes.len()).step_by(step).enumerate() {
+        let mut b = bytes.clone();
+        b[offset] ^= 0x5a ^ (n as u8);
+        for args in [
+            vec!["--store", damaged.as_str(), "receipt", "1"],
+            vec![
+                "--store",
+                damaged.as_str(),
+                "scan",
+                "--contract",
+                &contract,
+                "--source",
+                "sim:records=10",
+            ],
+        ] {
+            std::fs::write(&damaged, &b).unwrap();
+            let (code, _, err) = util::run(&args);
+            assert!(
+                [0, 2, 3, 4].contains(&code),
+                "byte {offset}: {args:?} exit {code}: {err}"
+            );
+            assert!(!err.contains("panicked"), "byte {offset}: {args:?}: {err}");
+            if code == 2 {
+                assert!(err.contains(&damaged), "byte {offset}: no path in {err}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        refused > 0,
+        "no damage was noticed at all: the test exercises nothing"
+    );
+}
