@@ -245,24 +245,27 @@ fn single_byte_damage_anywhere_never_panics() {
         .to_string_lossy()
         .into_owned();
     let mut refused = 0;
-    let step = (bytes.len() / 48).max(1);
+    let step = (bytes.len() / 160).max(1);
     for (n, offset) in (0..bytes.len()).step_by(step).enumerate() {
         let mut b = bytes.clone();
         b[offset] ^= 0x5a ^ (n as u8);
-        for args in [
-            vec!["--store", damaged.as_str(), "receipt", "1"],
-            vec![
-                "--store",
-                damaged.as_str(),
-                "scan",
-                "--contract",
-                &contract,
-                "--source",
-                "sim:records=10",
-            ],
-        ] {
+        let scan = [
+            "--store",
+            damaged.as_str(),
+            "scan",
+            "--contract",
+            &contract,
+            "--source",
+            "sim:records=10",
+        ];
+        let receipt = ["--store", damaged.as_str(), "receipt", "1"];
+        let mut commands = vec![&receipt[..]];
+        if n % 8 == 0 {
+            commands.push(&scan[..]);
+        }
+        for args in commands {
             std::fs::write(&damaged, &b).unwrap();
-            let (code, _, err) = util::run(&args);
+            let (code, _, err) = util::run(args);
             assert!(
                 [0, 2, 3, 4].contains(&code),
                 "byte {offset}: {args:?} exit {code}: {err}"
