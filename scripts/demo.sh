@@ -35,7 +35,7 @@ say "1. Scan 1,000,000 customers with a budget of 300 pages: a partial read is n
 answer sl scan --contract "$work/contract.json" --source "$week1"
 
 say "2. Resume run-1 from its stored cursor with a raised budget"
-answer sl resume run-1 --source "$week1" --max-pages 2000 --progress
+answer sl resume run-1 --max-pages 2000 --progress   # the run recorded its source
 
 say "3. The runs in the store"
 sl runs

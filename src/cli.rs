@@ -53,9 +53,9 @@ pub enum Command {
     Resume {
         /// The run (run-N or N).
         run: RunId,
-        /// The source to continue from (the same one the scan used).
+        /// The source to continue from; defaults to the one the run was started with.
         #[arg(long)]
-        source: String,
+        source: Option<String>,
         /// Raise the page budget.
         #[arg(long)]
         max_pages: Option<u32>,
@@ -174,8 +174,10 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             write,
         } => {
             let contract = read_contract(&contract)?;
+            let source_spec = recordable(&source);
             let mut source = AnySource::open(&source)?;
             let mut store = Store::open(&cli.store, write.store_options())?;
+            store.record_source(&source_spec);
             let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
             let done = runtime()?.block_on(collect::scan(&contract, &mut source, &mut sink))?;
             print_receipt(&done.receipt(), cli.json)?;
@@ -198,7 +200,16 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
                 deadline_seconds,
             };
             let loaded = store.prepare_resume(run, &raise)?;
-            let mut source = AnySource::open(&source)?;
+            let spec = match source.or_else(|| loaded.source_spec.clone()) {
+                Some(spec) => spec,
+                None => {
+                    return Err(Error::Usage(format!(
+                        "{run} has no recorded source: pass --source"
+                    )))
+                }
+            };
+            let mut source = AnySource::open(&spec)?;
+            store.record_source(&recordable(&spec));
             let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
             let done = runtime()?.block_on(collect::resume(
                 loaded.contract,
@@ -258,6 +269,16 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             size,
             ttl_seconds,
         } => evidence::page(&cli.store, run, token.as_deref(), size, ttl_seconds),
+    }
+}
+
+/// The `--source` argument as a run records it: a replay file's path made absolute, so a
+/// resume from another directory finds the same file.
+fn recordable(spec: &str) -> String {
+    match spec.strip_prefix("replay:") {
+        Some(path) => std::fs::canonicalize(path)
+            .map_or_else(|_| spec.to_owned(), |p| format!("replay:{}", p.display())),
+        None => spec.to_owned(),
     }
 }
 

@@ -57,6 +57,9 @@ pub(crate) struct RunRecord {
     pub(crate) partitions: u64,
     pub(crate) merkle_root: Option<Hash>,
     pub(crate) status: crate::reconcile::Status,
+    /// The `--source` argument the run was started with (a file path or `sim:` parameters,
+    /// never a secret), so `resume` can default to it.
+    pub(crate) source_spec: Option<String>,
 }
 
 pub(crate) fn next_kind(req: Option<&Request>) -> u8 {

@@ -89,6 +89,8 @@ pub struct Store {
     options: StoreOptions,
     poisoned: bool,
     pending_pages: Vec<PageLog>,
+    /// Recorded in each run this store begins (see `record_source`).
+    source_spec: Option<String>,
 }
 
 impl Drop for Store {
@@ -151,6 +153,8 @@ pub struct LoadedRun {
     pub reconciler: Reconciler,
     /// Whether it is running (or was interrupted), finished or superseded.
     pub state: &'static str,
+    /// The source the run was started with, if recorded.
+    pub source_spec: Option<String>,
 }
 
 fn scope_key(contract: &Contract) -> String {
@@ -192,6 +196,7 @@ impl Store {
                 options,
                 poisoned: false,
                 pending_pages: Vec::new(),
+                source_spec: None,
             };
             if exists {
                 store.check_format()?;
@@ -221,6 +226,7 @@ impl Store {
             options,
             poisoned: false,
             pending_pages: Vec::new(),
+            source_spec: None,
         };
         if create {
             store.init_format()?;
@@ -266,6 +272,7 @@ impl Store {
                 options: StoreOptions::default(),
                 poisoned: false,
                 pending_pages: Vec::new(),
+                source_spec: None,
             };
             store.check_format()?;
             Ok(store)
@@ -276,6 +283,12 @@ impl Store {
         self.db
             .as_ref()
             .expect("invariant: the redb handle is present until the store is dropped")
+    }
+
+    /// Records `spec` (the `--source` argument) in every run this store begins from now on,
+    /// so that `resume` can default to it. Never pass a secret: it is stored in clear.
+    pub fn record_source(&mut self, spec: &str) {
+        self.source_spec = Some(spec.to_owned());
     }
 
     /// The file's path.
@@ -658,6 +671,7 @@ impl Store {
                 contract,
                 reconciler,
                 state: rec.state.as_str(),
+                source_spec: rec.source_spec.clone(),
             })
         })
     }
@@ -1004,6 +1018,7 @@ impl RunSink for Store {
                     partitions: 0,
                     merkle_root: None,
                     status: Status::Unknown,
+                    source_spec: self.source_spec.clone(),
                 };
                 let mut record = record;
                 if let Some(old) = restarted_from {

@@ -51,7 +51,8 @@ fn a_budget_stopped_run_resumes_into_the_same_full_run() {
     assert_eq!(r["conclusion_scope"], "none");
     assert_eq!(r["unique_ids_observed"], 300);
     // Without a raised budget the resumed session stops again at once.
-    let (code, r, _) = env.json(&["resume", "run-1", "--source", SIM, "--max-pages", "100"]);
+    // No --source: the run recorded the one it was started with.
+    let (code, r, _) = env.json(&["resume", "run-1", "--max-pages", "100"]);
     assert_eq!(code, 0);
     assert_eq!(r["run_id"], "run-1");
     assert_eq!(r["coverage_status"], "verified");
