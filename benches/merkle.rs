@@ -21,27 +21,15 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+use common::{SplitMix64, SEED};
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use roaring::RoaringBitmap;
 use scanledger::{digest, IdSet};
 
 /// IDs in every dataset.
 const N_IDS: u64 = 10_000_000;
-/// Fixed seed of every dataset.
-const SEED: u64 = 0x5ca1_ab1e_d00d_f00d;
-
-/// SplitMix64: a small, well-mixed generator, so the benches need no `rand` dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 /// `N_IDS` IDs, each ID of `0, 1, 2, …` kept with probability `1 / one_in`, built one
 /// partition bitmap at a time (inserting 10 M IDs one by one would dominate setup). With

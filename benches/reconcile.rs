@@ -17,6 +17,9 @@
 
 use std::hint::black_box;
 
+mod common;
+use common::{SplitMix64, SEED};
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use scanledger::{Contract, Item, Page, Reconciler, Step};
 
@@ -26,26 +29,6 @@ const IDS_PER_PAGE: usize = 1_000;
 const PAGES_PER_ITER: usize = 100;
 /// The random dataset draws from a space this many times larger than the IDs it keeps.
 const SPACE_FACTOR: u64 = 5;
-/// Fixed seed of every dataset.
-const SEED: u64 = 0x5ca1_ab1e_d00d_f00d;
-
-/// SplitMix64: a small, well-mixed generator, so the benches need no `rand` dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (the modulo bias is irrelevant for a benchmark dataset).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
 
 /// A Fisher-Yates permutation of `0..space`, seeded.
 fn permutation(space: u64, seed: u64) -> Vec<u64> {

@@ -24,6 +24,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{SplitMix64, SEED};
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use scanledger::collect::{now_ms, PageLog, Raise};
 use scanledger::digest;
@@ -39,21 +42,6 @@ const LARGE_RUN_PAGES: u64 = 10_000;
 const LARGE_RUN_CHECKPOINT_EVERY: u32 = 1_000;
 /// The empty-run baseline starts a fresh store after this many pages, so it stays small.
 const EMPTY_RUN_PAGES_MAX: u64 = 100;
-/// Fixed seed of every dataset.
-const SEED: u64 = 0x5ca1_ab1e_d00d_f00d;
-
-/// SplitMix64: a small, well-mixed generator, so the benches need no `rand` dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 /// The shape of the IDs a page generator produces.
 #[derive(Clone, Copy)]
