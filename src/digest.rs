@@ -183,6 +183,33 @@ pub fn chain_next(prev: &Hash, cursor_hash: &Hash) -> Hash {
     h.finalize().into()
 }
 
+/// The cursor chain over a run's page log: `c0 = chain_start(query_digest, snapshot_id)`,
+/// `ci = chain_next(c(i-1), cursor_hash_i)`. What `verify`, the crash tests and a reviewer's
+/// own script recompute.
+///
+/// ```
+/// use scanledger::digest;
+/// let hashes = [digest::cursor_hash(Some("c2")), digest::cursor_hash(None)];
+/// let c = digest::chain_of("sha256:00", Some("snap"), &hashes);
+/// let mut by_hand = digest::chain_start("sha256:00", Some("snap"));
+/// for h in &hashes {
+///     by_hand = digest::chain_next(&by_hand, h);
+/// }
+/// assert_eq!(c, by_hand);
+/// ```
+#[must_use]
+pub fn chain_of<'a>(
+    query_digest: &str,
+    snapshot_id: Option<&str>,
+    cursor_hashes: impl IntoIterator<Item = &'a Hash>,
+) -> Hash {
+    let mut c = chain_start(query_digest, snapshot_id);
+    for h in cursor_hashes {
+        c = chain_next(&c, h);
+    }
+    c
+}
+
 /// Writes a partition's canonical leaf body into `out` (cleared first): up to 4096 IDs, their
 /// low 16 bits as sorted u16 little-endian; above, the 8192-byte bitmap (bit `j` of byte
 /// `j / 8`, least significant first). The layout is the same whatever container roaring chose.

@@ -93,17 +93,6 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// The cursor chain digest recomputed from the page log:
-/// `c0 = chain_start(query_digest, snapshot_id)`, `ci = chain_next(c(i-1), cursor_hash_i)`.
-#[must_use]
-pub fn chain_of(query_digest: &str, snapshot_id: Option<&str>, pages: &[PageEvidence]) -> Hash {
-    let mut c = digest::chain_start(query_digest, snapshot_id);
-    for p in pages {
-        c = digest::chain_next(&c, &p.cursor_hash);
-    }
-    c
-}
-
 /// The receipt the evidence supports: built from the run's state, with the counts and the
 /// chain digest taken from the page log rather than from the run record.
 #[must_use]
@@ -115,10 +104,10 @@ pub fn recompute(e: &Evidence<'_>) -> Receipt {
     r.pages_observed = u32::try_from(e.pages.len()).unwrap_or(u32::MAX);
     r.records_observed = e.pages.iter().map(|p| u64::from(p.n_items)).sum();
     r.duplicate_ids = r.records_observed.saturating_sub(r.unique_ids_observed);
-    r.cursor_chain_digest = digest::display(&chain_of(
+    r.cursor_chain_digest = digest::display(&digest::chain_of(
         &r.query_digest,
         r.snapshot_id.as_deref(),
-        e.pages,
+        e.pages.iter().map(|p| &p.cursor_hash),
     ));
     r
 }

@@ -203,13 +203,11 @@ fn recover_and_finish(image: Vec<u8>, options: StoreOptions) -> (Receipt, &'stat
     let items: u64 = pages.iter().map(|p| u64::from(p.n_items)).sum();
     assert_eq!(items, rec.progress().records_observed);
     if !pages.is_empty() {
-        let mut chain = digest::chain_start(
+        let chain = digest::chain_of(
             rec.query_digest(),
             rec.progress().pinned_snapshot.as_deref(),
+            pages.iter().map(|p| &p.cursor_hash),
         );
-        for p in &pages {
-            chain = digest::chain_next(&chain, &p.cursor_hash);
-        }
         assert_eq!(
             chain,
             rec.progress().chain,

@@ -212,10 +212,11 @@ fn check_after_kill(store: &str, acked: u32, i: u32) -> &'static str {
         "iteration {i}: page log and counts disagree"
     );
     if !pages.is_empty() {
-        let mut chain = digest::chain_start(rec.query_digest(), p.pinned_snapshot.as_deref());
-        for page in &pages {
-            chain = digest::chain_next(&chain, &page.cursor_hash);
-        }
+        let chain = digest::chain_of(
+            rec.query_digest(),
+            p.pinned_snapshot.as_deref(),
+            pages.iter().map(|x| &x.cursor_hash),
+        );
         assert_eq!(
             chain, p.chain,
             "iteration {i}: the chain does not recompute from the page log"

@@ -91,10 +91,10 @@ fn cursor_chain_vectors() {
         let expected = str_of(v, "cursor_chain_digest");
         assert_eq!(digest::display(&chain), expected, "{name}");
         assert_eq!(
-            digest::display(&scanledger::verify::chain_of(
+            digest::display(&digest::chain_of(
                 qd,
                 snapshot.as_deref(),
-                &pages
+                pages.iter().map(|p| &p.cursor_hash)
             )),
             expected,
             "{name}: verify's recomputation"
