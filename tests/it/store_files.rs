@@ -31,6 +31,28 @@ fn valid_store(dir: &std::path::Path) -> String {
     store
 }
 
+/// Writes one key into a table of a redb file with redb itself, bypassing scanledger: how the
+/// foreign, newer-format and corrupt-value files of these tests are made.
+fn write_one<K: redb::Key + 'static, V: redb::Value + 'static>(
+    path: impl AsRef<std::path::Path>,
+    create: bool,
+    table: &str,
+    key: K::SelfType<'_>,
+    value: V::SelfType<'_>,
+) {
+    let db = if create {
+        redb::Database::create(path).unwrap()
+    } else {
+        redb::Database::open(path).unwrap()
+    };
+    let txn = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<K, V> = redb::TableDefinition::new(table);
+        txn.open_table(def).unwrap().insert(key, value).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
 #[track_caller]
 fn check_refused(store: &str, expect_in_message: &str) {
     let dir = std::path::Path::new(store).parent().unwrap();
@@ -108,15 +130,7 @@ fn truncated_store_file_is_reported_as_corrupt() {
 fn foreign_redb_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("foreign.redb");
-    {
-        let db = redb::Database::create(&store).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("other");
-            txn.open_table(def).unwrap().insert("x", 1).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    write_one::<&str, u64>(&store, true, "other", "x", 1);
     check_refused(&store.to_string_lossy(), "not a scanledger store");
 }
 
@@ -124,18 +138,13 @@ fn foreign_redb_database_is_refused() {
 fn newer_format_version_is_refused_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let store = valid_store(dir.path());
-    {
-        let db = redb::Database::open(&store).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
-            txn.open_table(def)
-                .unwrap()
-                .insert("format_version", 99u32.to_le_bytes().as_slice())
-                .unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    write_one::<&str, &[u8]>(
+        &store,
+        false,
+        "meta",
+        "format_version",
+        99u32.to_le_bytes().as_slice(),
+    );
     check_refused(&store, "format version 99");
 }
 
@@ -143,18 +152,7 @@ fn newer_format_version_is_refused_with_a_message() {
 fn corrupt_value_in_a_table_names_table_and_run() {
     let dir = tempfile::tempdir().unwrap();
     let store = valid_store(dir.path());
-    {
-        let db = redb::Database::open(&store).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<(u64, u64), &[u8]> = redb::TableDefinition::new("ids");
-            txn.open_table(def)
-                .unwrap()
-                .insert((1, 0), [1u8, 2, 3].as_slice())
-                .unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    write_one::<(u64, u64), &[u8]>(&store, false, "ids", (1, 0), [1u8, 2, 3].as_slice());
     let (code, _, err) = util::run(&["--store", &store, "receipt", "1"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("table ids") && err.contains("run 1"), "{err}");
