@@ -74,6 +74,12 @@ pub enum EndSignal {
     CompleteFlag,
     /// The last page has no cursor and says `complete: true`.
     Both,
+    /// For page-number and offset pagination: the page at which the items observed reach the
+    /// total the source echoes is the last.
+    Total,
+    /// An empty page is the last. A weaker claim (a source that returns an empty page early
+    /// ends the scan early), accepted only when the contract says so; the receipt states it.
+    EmptyPage,
 }
 
 /// How IDs map to the u64 space.
@@ -273,10 +279,14 @@ impl Contract {
                 max_bytes: CONTRACT_BYTES_MAX,
             });
         }
-        let value: Value = serde_json::from_str(text).map_err(|e| ContractError::Json {
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
+        // Strict: a duplicate key or an inexact number (a float, an integer past 64 bits) is
+        // refused, so the query that reaches the digest is exactly the one written.
+        let value = crate::json::parse(text, crate::json::Numbers::Integers).map_err(|e| {
+            ContractError::Json {
+                line: e.line,
+                column: e.column,
+                message: e.message,
+            }
         })?;
         Contract::from_value(&value)
     }
@@ -342,7 +352,7 @@ impl Contract {
             c.end_signal = enum_value(
                 v,
                 "end_signal",
-                "\"cursor_absent\", \"complete_flag\" or \"both\"",
+                "\"cursor_absent\", \"complete_flag\", \"both\", \"total\" or \"empty_page\"",
             )?;
         }
         if let Some(v) = obj.get("id_codec").filter(|v| !v.is_null()) {
@@ -548,22 +558,32 @@ pub enum RawId {
     Other(String),
 }
 
-/// One item of a page: an ID and the labels the source attached to it.
+/// One item of a page: an ID, the labels the source attached to it, and optionally the
+/// digest of its content (`content::record_hash`) when the source config names content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     /// The item's ID in its original form.
     pub id: RawId,
     /// Label names (e.g. `needs_migration`).
     pub labels: Vec<String>,
+    /// The digest of the item's content, when the source computes one.
+    pub content: Option<[u8; 32]>,
 }
 
 impl Item {
     /// An item with an integer ID and no labels.
     #[must_use]
     pub fn int(id: u64) -> Item {
+        Item::new(RawId::Int(id))
+    }
+
+    /// An item with this ID, no labels and no content digest.
+    #[must_use]
+    pub fn new(id: RawId) -> Item {
         Item {
-            id: RawId::Int(id),
+            id,
             labels: Vec::new(),
+            content: None,
         }
     }
 }
@@ -583,6 +603,36 @@ pub struct Page {
     pub query: Option<Value>,
     /// The source warned that it cut the page short.
     pub truncated: bool,
+    /// The total the source says the scope holds, when it echoes one (a negative or absent
+    /// total is `None`: unknown, never a count).
+    pub total: Option<u64>,
     /// Size of the response on the wire.
     pub size_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_that_would_digest_inexactly_are_refused() {
+        // Two queries differing only past 2^64 once read as one f64 and shared a digest.
+        for text in [
+            r#"{"source": "s", "query": {"id": {"gt": 100000000000000000000}}}"#,
+            r#"{"source": "s", "query": {"score": 0.5}}"#,
+            r#"{"source": "s", "query": {"n": -0}}"#,
+        ] {
+            let e = Contract::from_json(text).err();
+            assert!(
+                matches!(&e, Some(ContractError::Json { message, .. }) if message.contains("exactly")),
+                "{text}: {e:?}"
+            );
+        }
+        let e = Contract::from_json(r#"{"source": "s", "page_size": 5, "page_size": 9}"#).err();
+        assert!(
+            matches!(&e, Some(ContractError::Json { message, .. }) if message.contains("duplicate key \"page_size\"")),
+            "{e:?}"
+        );
+        assert!(Contract::from_json(r#"{"source": "s", "query": {"id": {"gt": -5}}}"#).is_ok());
+    }
 }

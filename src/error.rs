@@ -98,6 +98,24 @@ pub enum SourceError {
         /// What is wrong.
         problem: String,
     },
+    /// A source configuration file (`http:`, `postgres:`, `mysql:`, `mcp:`) cannot be used.
+    #[error("{path}: {problem}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the key.
+        problem: String,
+    },
+    /// A source failed in its own way (a driver, a protocol, a custom `PageSource`); the cause
+    /// is the source's own error. `what` says what was being done, never with a secret.
+    #[error("{what}")]
+    Other {
+        /// What the source was doing.
+        what: String,
+        /// The source's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// A store that cannot be opened, read or written.

@@ -24,6 +24,7 @@ pub mod diff;
 pub mod digest;
 mod error;
 pub mod idset;
+pub mod json;
 pub mod receipt;
 pub mod reconcile;
 pub mod source;

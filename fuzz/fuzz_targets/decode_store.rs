@@ -49,6 +49,7 @@ fn page(ids: Vec<RawId>, next: Option<&str>, labeled: bool) -> Page {
             } else {
                 Vec::new()
             },
+            content: None,
         })
         .collect();
     Page {

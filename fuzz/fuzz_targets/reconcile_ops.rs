@@ -77,6 +77,7 @@ impl ItemEvent {
         Item {
             id: RawId::Int(self.id()),
             labels,
+            content: None,
         }
     }
 }

@@ -407,6 +407,7 @@ async fn fetch_with_retries<S: PageSource>(
     let page_timeout = Duration::from_millis(contract.limits.page_timeout_ms());
     let attempts = contract.limits.retries().saturating_add(1);
     let mut last = FetchFailure::Timeout;
+    let mut throttle = None;
     for attempt in 0..attempts {
         let mut timeout = page_timeout;
         if let Some(d) = deadline {
@@ -427,6 +428,10 @@ async fn fetch_with_retries<S: PageSource>(
             }
             Ok(Err(FetchError::ExpiredCursor)) => return Ok(Fetched::Expired),
             Ok(Err(FetchError::ServerError)) => last = FetchFailure::ServerError,
+            Ok(Err(FetchError::Throttled { retry_after })) => {
+                last = FetchFailure::ServerError;
+                throttle = Some(retry_after);
+            }
             Ok(Err(FetchError::Timeout)) | Err(_) => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Ok(Fetched::Deadline);
@@ -435,9 +440,20 @@ async fn fetch_with_retries<S: PageSource>(
             }
         }
         if attempt + 1 < attempts {
-            let backoff = BACKOFF_BASE
+            let mut backoff = BACKOFF_BASE
                 .saturating_mul(1u32 << attempt.min(16))
                 .min(BACKOFF_MAX);
+            if let Some(asked) = throttle.take() {
+                backoff = backoff.max(asked);
+            }
+            // The wait never runs past the deadline.
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if backoff >= left {
+                    tokio::time::sleep(left).await;
+                    return Ok(Fetched::Deadline);
+                }
+            }
             tokio::time::sleep(backoff).await;
         }
     }

@@ -295,6 +295,8 @@ pub struct Progress {
     pub last_key: Option<u64>,
     /// The prefix of the `prefixed` codec, once learned.
     pub id_prefix: Option<String>,
+    /// The last total the source echoed (a count of the scope), if any.
+    pub echoed_total: Option<u64>,
 }
 
 /// The settings of the reconciler, taken from the contract.
@@ -378,6 +380,7 @@ impl Reconciler {
                 label_names: Vec::new(),
                 last_key: None,
                 id_prefix: contract.id_prefix.clone(),
+                echoed_total: None,
             },
             touched: Vec::new(),
             touched_labels: Vec::new(),
@@ -604,10 +607,18 @@ impl Reconciler {
             );
         }
 
+        if page.total.is_some() {
+            self.progress.echoed_total = page.total;
+        }
         let terminal = match self.settings.end_signal {
             EndSignal::CursorAbsent => page.next.is_none(),
             EndSignal::CompleteFlag => page.complete == Some(true),
             EndSignal::Both => page.next.is_none() && page.complete == Some(true),
+            // Page-number and offset pagination: the position is the items observed so far.
+            EndSignal::Total => page
+                .total
+                .is_some_and(|t| self.progress.records_observed >= t),
+            EndSignal::EmptyPage => page.items.is_empty(),
         };
         if !terminal && page.next.is_none() {
             return self.stop(
@@ -717,6 +728,20 @@ impl Reconciler {
     }
 
     fn end_checks(&mut self, page_idx: u32) {
+        if let Some(total) = self.progress.echoed_total {
+            // The source's own count of the scope (R10): a record skipped or served twice by
+            // drifting offsets shows up here.
+            let seen = self.ids.len();
+            if seen != total {
+                self.record(
+                    ViolationKind::CountMismatch,
+                    page_idx,
+                    format!(
+                        "the source echoed a total of {total} records, observed {seen} unique IDs"
+                    ),
+                );
+            }
+        }
         if let Some(expected) = self.settings.expected_count {
             let seen = self.ids.len();
             if seen != expected {

@@ -111,6 +111,7 @@ fn strings(ids: &[&str], next: Option<&str>) -> Page {
             .map(|s| Item {
                 id: RawId::Str((*s).to_owned()),
                 labels: Vec::new(),
+                content: None,
             })
             .collect(),
         next: next.map(str::to_owned),
@@ -122,6 +123,7 @@ fn labelled(id: u64, labels: &[&str]) -> Item {
     Item {
         id: RawId::Int(id),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        content: None,
     }
 }
 
@@ -206,6 +208,92 @@ fn pinned_snapshot_gives_the_snapshot_scope() {
     let r = check(&Contract::new("s"), &[echoed], Status::Verified, &[]);
     assert_eq!(r.progress().pinned_snapshot.as_deref(), Some("s9"));
     assert_eq!(r.conclusion_scope(), "all_records_in_snapshot");
+}
+
+fn totalled(ids: &[u64], next: &str, total: u64) -> Ev {
+    with(page(ids, Some(next)), |p| p.total = Some(total))
+}
+
+#[test]
+fn total_end_signal_ends_where_the_position_reaches_the_total() {
+    let c = contract(|c| c.end_signal = EndSignal::Total);
+    // Page-number APIs always offer the next position; the total decides the end.
+    let r = check(
+        &c,
+        &[totalled(&[1, 2], "p2", 3), totalled(&[3], "p3", 3)],
+        Status::Verified,
+        &[],
+    );
+    assert_eq!(r.conclusion_scope(), "all_records_live");
+    // A short page before the total is not the end.
+    let r = check(&c, &[totalled(&[1], "p2", 3)], Status::Unknown, &[]);
+    assert!(!r.is_finished());
+}
+
+#[test]
+fn total_end_signal_with_a_drifted_offset_is_a_count_mismatch() {
+    // An insert shifted the offsets: record 2 is served again on page 2, and the position
+    // reaches the total with one record never seen.
+    let c = contract(|c| c.end_signal = EndSignal::Total);
+    check(
+        &c,
+        &[totalled(&[1, 2], "p2", 4), totalled(&[2, 3], "p3", 4)],
+        Status::Failed,
+        &[ViolationKind::DuplicateId, ViolationKind::CountMismatch],
+    );
+    // A record skipped under a stable total: the position never reaches the total, so the
+    // traversal goes on (until the source's end or a budget) and is never verified.
+    let r = check(
+        &c,
+        &[
+            totalled(&[1, 2], "p2", 4),
+            totalled(&[4], "p3", 4),
+            totalled(&[], "p4", 4),
+        ],
+        Status::Unknown,
+        &[],
+    );
+    assert!(!r.is_finished());
+}
+
+#[test]
+fn total_end_signal_without_a_total_or_a_cursor_is_not_the_end() {
+    let c = contract(|c| c.end_signal = EndSignal::Total);
+    check(
+        &c,
+        &[p(&[1], Some("p2")), p(&[2], None)],
+        Status::Unknown,
+        &[ViolationKind::MissingCompletionEvidence],
+    );
+}
+
+#[test]
+fn echoed_total_is_checked_under_any_end_signal() {
+    let last = with(page(&[1, 2], None), |p| p.total = Some(5));
+    check(
+        &Contract::new("s"),
+        &[last],
+        Status::Failed,
+        &[ViolationKind::CountMismatch],
+    );
+}
+
+#[test]
+fn empty_page_end_signal() {
+    let c = contract(|c| c.end_signal = EndSignal::EmptyPage);
+    check(
+        &c,
+        &[p(&[1, 2], Some("p2")), p(&[], Some("p3"))],
+        Status::Verified,
+        &[],
+    );
+    // A non-empty page without a cursor is no end under this rule.
+    check(
+        &c,
+        &[p(&[1, 2], None)],
+        Status::Unknown,
+        &[ViolationKind::MissingCompletionEvidence],
+    );
 }
 
 // R2 --------------------------------------------------------------------------------------------
@@ -978,6 +1066,7 @@ fn int_codec_refuses_strings_negatives_and_floats() {
                 Item {
                     id: raw,
                     labels: Vec::new(),
+                    content: None,
                 },
             ],
             None,

@@ -32,29 +32,38 @@ pub struct PageRequest {
 
 /// Why a fetch produced no page.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FetchError {
     /// The source timed out (the collector's own timeout is separate and also counts).
     Timeout,
     /// The source answered with a server error; retried.
     ServerError,
-    /// The cursor expired; the contract's policy decides.
+    /// The source asked us to slow down (HTTP 429, or 503 with `Retry-After`): retried after
+    /// at least `retry_after`, never past the deadline.
+    Throttled {
+        /// How long the source asked us to wait.
+        retry_after: std::time::Duration,
+    },
+    /// The cursor expired (or the pinned snapshot can no longer be read); the contract's
+    /// policy decides.
     ExpiredCursor,
     /// Access denied; not retried.
     Forbidden,
-    /// The source cannot go on at all (a replay file without an answer): an input error.
+    /// The source cannot go on at all (a replay file without an answer, a configuration the
+    /// server refuses): an input error.
     Fatal(SourceError),
 }
 
-/// A source of pages.
+/// A source of pages. Futures are `Send`, so a scan can run on a multi-threaded runtime.
 pub trait PageSource {
     /// Fetches one page.
     fn fetch(
         &mut self,
         req: &PageRequest,
-    ) -> impl std::future::Future<Output = Result<Page, FetchError>>;
+    ) -> impl std::future::Future<Output = Result<Page, FetchError>> + Send;
 
     /// An authorized server-side count of the scope, if the source offers one (`count` mode).
-    fn count(&mut self) -> impl std::future::Future<Output = Option<u64>> {
+    fn count(&mut self) -> impl std::future::Future<Output = Option<u64>> + Send {
         std::future::ready(None)
     }
 }

@@ -208,6 +208,7 @@ fn parse_line(raw: &str) -> Result<(Key, Line), String> {
         query: obj.get("query").filter(|v| !v.is_null()).cloned(),
         truncated,
         size_bytes: raw.len() as u64,
+        total: None,
     };
     Ok((
         key,
@@ -240,6 +241,7 @@ fn parse_items(a: &[Value]) -> Result<Vec<Item>, String> {
             other => items.push(Item {
                 id: raw_id(other),
                 labels: Vec::new(),
+                content: None,
             }),
         }
     }
@@ -271,7 +273,11 @@ fn parse_item_object(o: &Map<String, Value>) -> Result<Item, String> {
         }
         Some(_) => return Err("field \"labels\" must be an array of strings".into()),
     };
-    Ok(Item { id, labels })
+    Ok(Item {
+        id,
+        labels,
+        content: None,
+    })
 }
 
 fn parse_range(o: &Map<String, Value>) -> Result<Vec<Item>, String> {
@@ -313,6 +319,7 @@ fn parse_range(o: &Map<String, Value>) -> Result<Vec<Item>, String> {
                 None => RawId::Int(id),
             },
             labels: Vec::new(),
+            content: None,
         })
         .collect())
 }

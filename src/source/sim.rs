@@ -238,6 +238,7 @@ impl PageSource for SimSource {
                 Item {
                     id: RawId::Int(id),
                     labels,
+                    content: None,
                 }
             })
             .collect();
@@ -255,6 +256,7 @@ impl PageSource for SimSource {
             snapshot: Some(self.snapshot()),
             query: None,
             truncated: false,
+            total: None,
         })
     }
 

@@ -58,6 +58,8 @@ struct PageSpec {
     query_changed: bool,
     /// Labels on the first item, if any.
     label: Option<u8>,
+    /// The total the page echoes, if any.
+    total: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +86,8 @@ fn end_signal() -> impl Strategy<Value = EndSignal> {
         Just(EndSignal::CursorAbsent),
         Just(EndSignal::CompleteFlag),
         Just(EndSignal::Both),
+        Just(EndSignal::Total),
+        Just(EndSignal::EmptyPage),
     ]
 }
 
@@ -121,9 +125,10 @@ fn page_spec(id_max: u64) -> impl Strategy<Value = PageSpec> {
         option::weighted(0.3, prop_oneof![9 => Just(0u8), 1 => Just(1u8)]),
         prop::bool::weighted(0.03),
         option::weighted(0.2, 0u8..3),
+        option::weighted(0.2, 0u64..24),
     )
         .prop_map(
-            |(ids, next, complete, truncated, snapshot, query_changed, label)| PageSpec {
+            |(ids, next, complete, truncated, snapshot, query_changed, label, total)| PageSpec {
                 ids,
                 next,
                 complete,
@@ -131,6 +136,7 @@ fn page_spec(id_max: u64) -> impl Strategy<Value = PageSpec> {
                 snapshot,
                 query_changed,
                 label,
+                total,
             },
         )
 }
@@ -174,6 +180,7 @@ fn page_of(spec: &PageSpec) -> Page {
             }),
         truncated: spec.truncated,
         size_bytes: 100,
+        total: spec.total,
     }
 }
 
@@ -237,6 +244,8 @@ struct Model {
     finished: bool,
     /// The page that met the end signal, if any.
     last_terminal_page: Option<PageSpec>,
+    /// The last total a page echoed.
+    echoed_total: Option<u64>,
 }
 
 impl Model {
@@ -286,15 +295,26 @@ impl Model {
         if p.truncated {
             self.violations.push(K::TruncatedPage);
         }
+        if p.total.is_some() {
+            self.echoed_total = p.total;
+        }
         let terminal = match c.end_signal {
             EndSignal::CursorAbsent => p.next.is_none(),
             EndSignal::CompleteFlag => p.complete == Some(true),
             EndSignal::Both => p.next.is_none() && p.complete == Some(true),
+            EndSignal::Total => p.total.is_some_and(|t| self.records >= t),
+            EndSignal::EmptyPage => p.ids.is_empty(),
         };
         if terminal {
             self.terminal = true;
             self.finished = true;
             self.last_terminal_page = Some(p.clone());
+            if self
+                .echoed_total
+                .is_some_and(|n| n != self.ids.len() as u64)
+            {
+                self.violations.push(K::CountMismatch);
+            }
             if c.expected_count.is_some_and(|n| n != self.ids.len() as u64) {
                 self.violations.push(K::CountMismatch);
             }
@@ -376,21 +396,30 @@ fn feed(r: &mut Reconciler, pages: &[Page]) {
     }
 }
 
-/// A well-formed traversal: distinct cursors, the end signal on the last page only.
+/// A well-formed traversal: distinct cursors, the end signal on the last page only. Under
+/// `total` every page echoes the total and carries a cursor (the position of a page-number
+/// API); under `empty_page` an empty page with a cursor follows the last one.
 fn clean_traversal(pages: &[Vec<u64>], end: EndSignal) -> Vec<Page> {
+    let mut pages = pages.to_vec();
+    if end == EndSignal::EmptyPage && pages.last().is_some_and(|p| !p.is_empty()) {
+        pages.push(Vec::new());
+    }
     let n = pages.len();
+    let total: u64 = pages.iter().map(|p| p.len() as u64).sum();
     pages
         .iter()
         .enumerate()
         .map(|(i, ids)| {
             let last = i + 1 == n;
+            let positional = matches!(end, EndSignal::Total | EndSignal::EmptyPage);
             Page {
                 items: ids.iter().map(|id| Item::int(*id)).collect(),
-                next: (!last).then(|| format!("SECRET-CURSOR-page-{i}")),
+                next: (!last || positional).then(|| format!("SECRET-CURSOR-page-{i}")),
                 complete: match end {
-                    EndSignal::CursorAbsent => None,
-                    _ => Some(last),
+                    EndSignal::CompleteFlag | EndSignal::Both => Some(last),
+                    _ => None,
                 },
+                total: (end == EndSignal::Total).then_some(total),
                 ..Page::default()
             }
         })
@@ -498,6 +527,8 @@ proptest! {
                     prop_assert!(last.next.is_none());
                     prop_assert_eq!(last.complete, Some(true));
                 }
+                EndSignal::Total => prop_assert!(last.total.is_some_and(|t| p.records_observed >= t)),
+                EndSignal::EmptyPage => prop_assert!(last.ids.is_empty()),
             }
         }
         // A violation never leaves room for a conclusion.
@@ -568,7 +599,7 @@ proptest! {
                 Page {
                     items: ids
                         .iter()
-                        .map(|s| Item { id: RawId::Str(s.clone()), labels: Vec::new() })
+                        .map(|s| Item::new(RawId::Str(s.clone())))
                         .collect(),
                     next: (i + 1 < n).then(|| format!("SECRET-CURSOR-{i}")),
                     ..Page::default()
