@@ -19,6 +19,7 @@
 pub mod cli;
 pub mod codec;
 pub mod collect;
+pub mod content;
 pub mod contract;
 pub mod diff;
 pub mod digest;

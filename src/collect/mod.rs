@@ -258,6 +258,7 @@ enum Fetched {
     Page(Page),
     Failed(FetchFailure, String),
     Expired,
+    Invalid(String),
     Deadline,
 }
 
@@ -316,6 +317,10 @@ async fn drive<S: PageSource, K: RunSink>(
             }
             Fetched::Failed(kind, detail) => {
                 rec.fetch_failed(kind, detail);
+                sink.checkpoint(meta.run_id, &mut rec, None)?;
+            }
+            Fetched::Invalid(detail) => {
+                rec.page_invalid(detail);
                 sink.checkpoint(meta.run_id, &mut rec, None)?;
             }
             Fetched::Deadline => {
@@ -427,6 +432,7 @@ async fn fetch_with_retries<S: PageSource>(
                 ))
             }
             Ok(Err(FetchError::ExpiredCursor)) => return Ok(Fetched::Expired),
+            Ok(Err(FetchError::InvalidPage { detail })) => return Ok(Fetched::Invalid(detail)),
             Ok(Err(FetchError::ServerError)) => last = FetchFailure::ServerError,
             Ok(Err(FetchError::Throttled { retry_after })) => {
                 last = FetchFailure::ServerError;

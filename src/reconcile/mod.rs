@@ -669,6 +669,16 @@ impl Reconciler {
         self.progress.finished = true;
     }
 
+    /// Records that the source's response to the next request is not a readable page (R16):
+    /// the run fails and keeps no request.
+    pub fn page_invalid(&mut self, detail: String) {
+        if self.progress.finished {
+            return;
+        }
+        let page_idx = self.progress.pages_observed.saturating_add(1);
+        self.stop(ViolationKind::InvalidPage, page_idx, detail);
+    }
+
     /// Stops the run because a budget ran out (the deadline, which the collector watches).
     pub fn stop_on_limit(&mut self, limit: Limit) {
         if self.progress.finished {

@@ -49,6 +49,13 @@ pub enum FetchError {
     ExpiredCursor,
     /// Access denied; not retried.
     Forbidden,
+    /// The response is not a page the source's mapping can read (not JSON, a duplicate key,
+    /// the items missing, a body over the size bound): `invalid_page` (R16), not retried.
+    /// `detail` names what is wrong and where, never with a raw cursor or a secret.
+    InvalidPage {
+        /// What is wrong.
+        detail: String,
+    },
     /// The source cannot go on at all (a replay file without an answer, a configuration the
     /// server refuses): an input error.
     Fatal(SourceError),
