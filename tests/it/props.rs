@@ -23,11 +23,11 @@ use proptest::option;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use roaring::RoaringBitmap;
-use scanledger::idset::{partition_of, PARTITION_WIDTH};
 use scanledger::{
     digest, Contract, EndSignal, IdCodecKind, IdSet, Item, Limits, Mode, Page, RawId, Reconciler,
     SnapshotPolicy, Status, Step, ViolationKind,
 };
+use scanledger::{partition_of, PARTITION_WIDTH};
 use serde_json::{json, Value};
 
 /// Proptest settings: `cases` cases, failures kept in the crate's `proptest-regressions/`.
@@ -387,7 +387,7 @@ fn feed(r: &mut Reconciler, pages: &[Page]) {
         if r.is_finished() {
             break;
         }
-        let step = r.observe(p);
+        let step = r.observe(p).step;
         r.check_invariants();
         match step {
             Step::Continue(_) => assert!(!r.is_finished()),
@@ -481,7 +481,7 @@ proptest! {
                 break;
             }
             prop_assert!(!model.finished);
-            let step = r.observe(&page_of(spec));
+            let step = r.observe(&page_of(spec)).step;
             r.check_invariants();
             model.observe(&c, spec);
             prop_assert_eq!(r.is_finished(), model.finished);
@@ -856,7 +856,7 @@ fn echoed_query_is_compared_as_a_json_value() {
         (Value::Null, false),
     ] {
         let mut r = Reconciler::new(&c);
-        r.observe(&Page {
+        let _ = r.observe(&Page {
             items: vec![Item::int(1)],
             query: Some(echo.clone()),
             ..Page::default()
