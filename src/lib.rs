@@ -26,6 +26,7 @@ mod error;
 pub mod idset;
 pub mod receipt;
 pub mod reconcile;
+pub mod report;
 pub mod source;
 pub mod store;
 pub mod token;
