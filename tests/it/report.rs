@@ -440,3 +440,75 @@ fn report_opens_in_headless_chromium() {
         .expect("the loopback server saw the control page's request");
     assert!(first.contains("/leak."), "{first}");
 }
+
+#[test]
+fn report_default_path_exit_codes_and_hostile_names() {
+    let f = Fixture::new(true);
+    let dir = f.dir.path();
+    // Without -o: report-run-N.html in the current directory; the run's status as exit code.
+    let out = Command::new(util::bin())
+        .current_dir(dir)
+        .args(["--store", &f.store, "report", "run-1"])
+        .output()
+        .expect("spawn scanledger");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("report written to report-run-1.html"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(dir.join("report-run-1.html")).expect("default path");
+    assert!(html.contains("No reference run was given"));
+
+    // An unknown reference and an unknown run are input errors.
+    let (code, _, err) = util::run(&["--store", &f.store, "report", "run-2", "--against", "run-9"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = util::run(&["--store", &f.store, "report", "run-9"]);
+    assert_eq!(code, 2, "{err}");
+
+    // A run of another source cannot be compared; its own report escapes every name.
+    let hostile = json!({"source": "<script>alert(1)</script>", "tenant": "\"><img src=x>",
+        "id_codec": "string"});
+    let c = util::write(dir, "hostile.json", &hostile.to_string());
+    let pages = json!({"cursor": null, "next": null, "snapshot": "<iframe src=x>",
+        "items": [{"id": "<em>1</em>", "labels": ["<svg onload=alert(2)>"]}, "x&y"]});
+    let src = util::write(dir, "hostile.jsonl", &format!("{pages}\n"));
+    let (code, out, err) = util::run(&[
+        "--store",
+        &f.store,
+        "scan",
+        "--contract",
+        &c,
+        "--source",
+        &format!("replay:{src}"),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, _, err) = util::run(&["--store", &f.store, "report", "run-3", "--against", "run-1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot compare"), "{err}");
+    let path = dir.join("hostile.html");
+    let (code, out, err) = util::run(&[
+        "--store",
+        &f.store,
+        "--json",
+        "report",
+        "run-3",
+        "-o",
+        &path.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let printed: Value = serde_json::from_str(&out).expect("--json prints JSON");
+    assert_eq!(printed["coverage_status"], "verified");
+    let html = std::fs::read_to_string(&path).expect("report");
+    for bad in [
+        "<script>alert",
+        "<img src=x",
+        "<iframe",
+        "<em>1",
+        "<svg onload",
+    ] {
+        assert!(!html.contains(bad), "{bad} reached the report unescaped");
+    }
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&lt;svg onload=alert(2)&gt;"));
+}
