@@ -105,7 +105,7 @@ pub(super) fn page(input: &ReportInput) -> String {
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <meta name=\"color-scheme\" content=\"light dark\">\
          <title>{} {} · scanledger report</title><style>{CSS}</style></head><body>{PATTERNS}<main>",
-        escape(&r.run_id),
+        show(&r.run_id),
         title(r.coverage_status).to_uppercase()
     );
     let _ = write!(
@@ -153,8 +153,8 @@ pub(super) fn page(input: &ReportInput) -> String {
     h
 }
 
-/// A sentence made of source strings: escaped, clipped per string already by the verdict's
-/// inputs being receipt fields; clipped here as a whole for the size bound.
+/// A verdict sentence, escaped; the verdict clips each source string in it, and the sentence
+/// is clipped as a whole too so that the size bound never depends on the verdict's wording.
 fn show_long(s: &str) -> String {
     escape(&super::text::clip(s, 2_000))
 }
@@ -163,7 +163,7 @@ fn figures(h: &mut String, input: &ReportInput) {
     let r = &input.receipt;
     let expected = r
         .records_expected
-        .map_or_else(String::new, |e| format!(" of {} expected", thousands(e)));
+        .map_or_else(String::new, |e| format!(" · {} expected", thousands(e)));
     let kept = r.violations.len() as u64;
     let cards = [
         (
@@ -294,12 +294,11 @@ fn comparison(h: &mut String, input: &ReportInput, reference: &super::Reference)
     };
     let _ = write!(
         h,
-        "<p id=\"against-summary\">{sentence} {} partition{} differ.</p>",
-        thousands(reference.partitions_differing.len() as u64),
-        if reference.partitions_differing.len() == 1 {
-            ""
-        } else {
-            "s"
+        "<p id=\"against-summary\">{sentence} {}.</p>",
+        match reference.partitions_differing.len() {
+            0 => "No partition differs".to_owned(),
+            1 => "1 partition differs".to_owned(),
+            n => format!("{} partitions differ", thousands(n as u64)),
         }
     );
     let snapshot = reference.snapshot_id.as_deref().map_or_else(

@@ -4,7 +4,7 @@
 //! that decided it, so an `unknown` or `failed` run always says "this is NOT an inventory".
 //! The sentences are plain text: the renderer escapes them.
 
-use super::text::{more, plural, thousands};
+use super::text::{clip, more, plural, thousands, SHOWN_CHARS_MAX};
 use super::ReportInput;
 use crate::receipt::Receipt;
 use crate::reconcile::{Status, Violation, ViolationKind};
@@ -52,9 +52,9 @@ pub fn verdict(input: &ReportInput) -> Verdict {
     caveat.push_str(&match status {
         Status::Verified if r.conclusion_scope == "all_records_in_snapshot" => format!(
             "It proves nothing about records outside snapshot {} or outside the scope {} / {} and its query.",
-            r.snapshot_id.as_deref().unwrap_or("-"),
-            r.source,
-            r.tenant.as_deref().unwrap_or("-")
+            snapshot(r),
+            clip(&r.source, SHOWN_CHARS_MAX),
+            clip(r.tenant.as_deref().unwrap_or("-"), SHOWN_CHARS_MAX)
         ),
         Status::Verified => "No snapshot was pinned: records created or deleted while the scan ran may be missed, a weaker claim than a snapshot inventory.".to_owned(),
         Status::Unknown => {
@@ -79,6 +79,11 @@ pub fn verdict(input: &ReportInput) -> Verdict {
     }
 }
 
+/// The run's snapshot, clipped like every source string the report shows.
+fn snapshot(r: &Receipt) -> String {
+    clip(r.snapshot_id.as_deref().unwrap_or("-"), SHOWN_CHARS_MAX)
+}
+
 /// `Verified`, `Unknown`, `Failed`.
 pub(crate) fn title(s: Status) -> &'static str {
     match s {
@@ -97,12 +102,12 @@ fn verified_headline(r: &Receipt) -> String {
     match (r.conclusion_scope.as_str(), r.unique_ids_observed) {
         ("all_records_in_snapshot", 0) => format!(
             "Verified: the collection is empty in snapshot {}: {pages} ending with the end signal, no record.",
-            r.snapshot_id.as_deref().unwrap_or("-")
+            snapshot(r)
         ),
         ("all_records_in_snapshot", n) => format!(
             "Verified: all {} records in snapshot {} were read exactly once, over {pages}{expected}.",
             thousands(n),
-            r.snapshot_id.as_deref().unwrap_or("-")
+            snapshot(r)
         ),
         (_, 0) => format!("Verified (live scan): the collection was empty: {pages} ending with the end signal, no record."),
         (_, n) => format!(
