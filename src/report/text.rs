@@ -47,8 +47,8 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
 /// A number with thousands separators.
 ///
 /// ```
-/// assert_eq!(scanledger::report::thousands(1_010_000), "1,010,000");
-/// assert_eq!(scanledger::report::thousands(999), "999");
+/// assert_eq!(scanledger::report::thousands(1_010_000u64), "1,010,000");
+/// assert_eq!(scanledger::report::thousands(999u32), "999");
 /// ```
 #[must_use]
 pub fn thousands(n: impl Into<u128>) -> String {

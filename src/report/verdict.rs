@@ -20,15 +20,8 @@ pub struct Verdict {
     pub caveat: String,
 }
 
-/// The verdict of a run.
-///
-/// ```
-/// # use scanledger::report::{verdict, ReportInput};
-/// # fn f(input: &ReportInput) {
-/// let v = verdict(input);
-/// assert!(!v.headline.is_empty());
-/// # }
-/// ```
+/// The verdict of a run: the headline names the status, the decisive violation (the first
+/// one forcing that status) and the counts read; the caveat names what stays unproven.
 #[must_use]
 pub fn verdict(input: &ReportInput) -> Verdict {
     let r = &input.receipt;
