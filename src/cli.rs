@@ -15,6 +15,7 @@ use scanledger::{
 };
 
 mod evidence;
+mod report;
 
 /// scanledger: scan paginated sources durably and prove (or refuse to prove) completeness.
 #[derive(Debug, Parser)]
@@ -109,6 +110,19 @@ pub(crate) enum Command {
         format: evidence::ExportFormat,
         /// Write to this file instead of stdout.
         #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Write a run's review packet: one self-contained HTML file (verdict, receipt, coverage
+    /// map, violations by page, labels; with --against, what differs from a reference run).
+    /// Exits with the run's status (0, 3, 4) after writing the file.
+    Report {
+        /// The run (run-N or N).
+        run: RunId,
+        /// A reference run of the same (source, tenant) to compare with.
+        #[arg(long)]
+        against: Option<RunId>,
+        /// The HTML file to write [default: report-run-N.html in the current directory].
+        #[arg(short = 'o', long)]
         output: Option<PathBuf>,
     },
     /// Serve a recorded run's IDs in order, a page at a time, with bound page tokens (JSON).
@@ -293,6 +307,11 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
             format,
             output,
         } => evidence::export(&cli.store, run, format, output.as_deref()),
+        Command::Report {
+            run,
+            against,
+            output,
+        } => report::report(&cli.store, run, against, output.as_deref(), cli.json),
         Command::Page {
             run,
             token,

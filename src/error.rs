@@ -143,6 +143,9 @@ pub enum Error {
     /// A write to the store failed, or a run cannot be resumed.
     #[error(transparent)]
     Write(#[from] crate::store::WriteError),
+    /// Two runs that cannot be diffed.
+    #[error(transparent)]
+    Diff(#[from] crate::evidence::DiffError),
     /// A command line or input file that cannot be used.
     #[error("{0}")]
     Usage(String),
@@ -163,6 +166,10 @@ impl Error {
     pub fn is_input_error(&self) -> bool {
         match self {
             Error::Contract { .. } | Error::Source(_) | Error::Usage(_) | Error::Io { .. } => true,
+            Error::Diff(e) => !matches!(
+                e,
+                crate::evidence::DiffError::Read(crate::store::ReadError::Io { .. })
+            ),
             Error::Open(e) => !matches!(e, crate::store::OpenError::Io { .. }),
             Error::Read(e) => !matches!(e, crate::store::ReadError::Io { .. }),
             Error::Write(e) => matches!(

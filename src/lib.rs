@@ -44,6 +44,7 @@ mod idset;
 pub mod json;
 mod receipt;
 mod reconcile;
+mod report;
 mod source;
 mod store;
 pub mod token;
@@ -75,6 +76,10 @@ pub use receipt::{
 pub use reconcile::{
     Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler, Request, Status, Step,
     Violation, ViolationKind,
+};
+pub use report::{
+    gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
+    ReportInput,
 };
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,

@@ -3,6 +3,7 @@
 mod crash;
 mod evidence;
 mod props;
+mod report;
 mod resume;
 mod scenarios;
 mod store_files;
