@@ -203,7 +203,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
             ))?;
             let receipt = done.receipt();
             print_receipt(&receipt, cli.json)?;
-            Ok(receipt.exit_code())
+            Ok(receipt_exit(&receipt))
         }
         Command::Resume {
             run,
@@ -248,7 +248,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
             ))?;
             let receipt = done.receipt();
             print_receipt(&receipt, cli.json)?;
-            Ok(receipt.exit_code())
+            Ok(receipt_exit(&receipt))
         }
         Command::Runs => {
             let store = Store::open_read(&cli.store)?;
@@ -293,7 +293,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
             let store = Store::open_read(&cli.store)?;
             let receipt = store.read()?.receipt(run)?;
             print_receipt(&receipt, cli.json)?;
-            Ok(receipt.exit_code())
+            Ok(receipt_exit(&receipt))
         }
         Command::Verify { receipt_file } => evidence::verify(&cli.store, &receipt_file, cli.json),
         Command::Diff { old, new } => evidence::diff(&cli.store, old, new, cli.json),
@@ -459,6 +459,25 @@ impl RunLog for ProgressLog<'_> {
             last: self.last,
         })
     }
+}
+
+/// The exit code of a status: 0 verified, 3 unknown, 4 failed.
+pub(crate) fn status_exit(s: scanledger::Status) -> i32 {
+    match s {
+        scanledger::Status::Verified => 0,
+        scanledger::Status::Unknown => 3,
+        scanledger::Status::Failed => 4,
+    }
+}
+
+/// The exit code of the run a receipt describes: its status's, except that a `count`-mode
+/// run that got its total (the question it asked) and found nothing wrong is answered (0),
+/// whatever its ID coverage.
+pub(crate) fn receipt_exit(r: &Receipt) -> i32 {
+    if r.count_total.is_some() && r.coverage_status != scanledger::Status::Failed {
+        return 0;
+    }
+    status_exit(r.coverage_status)
 }
 
 /// Maps an error to its exit code: 5 for a busy store, 2 for input, 1 for internal failures.

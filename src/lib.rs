@@ -74,8 +74,8 @@ pub use receipt::{
     RunMeta, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS,
 };
 pub use reconcile::{
-    Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler, Request, Status, Step,
-    Violation, ViolationKind,
+    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler,
+    Request, Status, Step, Violation, ViolationKind,
 };
 pub use report::{
     gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,

@@ -142,7 +142,7 @@ pub struct Receipt {
     /// `verified`, `unknown` or `failed`.
     pub coverage_status: Status,
     /// `all_records_in_snapshot`, `all_records_live` or `none`.
-    pub conclusion_scope: String,
+    pub conclusion_scope: crate::reconcile::ConclusionScope,
     /// Findings.
     pub violations: Vec<Violation>,
     /// Findings past the kept ones.
@@ -299,7 +299,7 @@ impl Receipt {
             terminal_cursor_observed: p.terminal_observed,
             limits_hit: p.limits_hit.iter().map(|l| l.as_str().to_owned()).collect(),
             coverage_status: status,
-            conclusion_scope: rec.conclusion_scope().to_owned(),
+            conclusion_scope: rec.conclusion_scope(),
             violations: p.violations.clone(),
             violations_dropped: p.violations_dropped,
             merkle_root: digest::display(&root),
@@ -318,17 +318,6 @@ impl Receipt {
             finished_at: meta.finished_at.clone(),
             format_version: RECEIPT_FORMAT_VERSION,
         }
-    }
-
-    /// The exit code of the run this receipt describes: its status's (0 verified, 3
-    /// unknown, 4 failed), except that a `count`-mode run that got its total (the question it
-    /// asked) and found nothing wrong is answered (0), whatever its ID coverage.
-    #[must_use]
-    pub fn exit_code(&self) -> i32 {
-        if self.count_total.is_some() && self.coverage_status != Status::Failed {
-            return 0;
-        }
-        self.coverage_status.exit_code()
     }
 
     /// A readable multi-line summary (the CLI's output without `--json`).
@@ -358,7 +347,7 @@ impl Receipt {
                     .unwrap_or("none (live scan: a weaker claim)")
             )
         );
-        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope);
+        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope.as_str());
         let _ = writeln!(s, "  mode         {}", self.mode);
         let _ = writeln!(
             s,

@@ -395,7 +395,7 @@ pub(crate) fn export(
             ids.len()
         );
     }
-    Ok(header.coverage_status.exit_code())
+    Ok(super::status_exit(header.coverage_status))
 }
 
 /// Writes a run's IDs one per line in their original form; string IDs are read from the
@@ -524,7 +524,7 @@ pub(crate) fn page(
     });
     emit(&to_json(&v)?)?;
     // A page of a run that is not verified is never a page of an inventory.
-    Ok(header.coverage_status.exit_code())
+    Ok(super::status_exit(header.coverage_status))
 }
 
 /// The error for a token of another run: `OtherRun` (naming how the runs differ) when the

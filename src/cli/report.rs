@@ -51,5 +51,5 @@ pub(crate) fn report(
             shown.display()
         ))?;
     }
-    Ok(status.exit_code())
+    Ok(super::status_exit(status))
 }

@@ -30,8 +30,8 @@ mod tests;
 mod types;
 
 pub use types::{
-    Delta, FetchFailure, Limit, Observation, PageLog, Request, Status, Step, Violation,
-    ViolationKind,
+    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Request, Status, Step,
+    Violation, ViolationKind,
 };
 
 /// IDs named in one violation's detail before it says "and N more".
@@ -404,15 +404,15 @@ impl Reconciler {
 
     /// What a receipt may conclude: all records of the snapshot, all live records, or nothing.
     #[must_use]
-    pub fn conclusion_scope(&self) -> &'static str {
+    pub fn conclusion_scope(&self) -> ConclusionScope {
         if self.status() != Status::Verified {
-            return "none";
+            return ConclusionScope::None;
         }
         let p = &self.progress;
         if p.pinned_snapshot.is_some() && !p.spliced && !p.high_water_unconfirmed {
-            "all_records_in_snapshot"
+            ConclusionScope::AllRecordsInSnapshot
         } else {
-            "all_records_live"
+            ConclusionScope::AllRecordsLive
         }
     }
 

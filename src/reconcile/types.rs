@@ -27,14 +27,29 @@ impl Status {
             Status::Failed => "failed",
         }
     }
+}
 
-    /// The process exit code of SPEC §8.
+/// What a receipt may conclude about the collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConclusionScope {
+    /// Every record of the pinned snapshot was read exactly once.
+    AllRecordsInSnapshot,
+    /// Every record of the live collection was read, with no snapshot pinning the pages (or
+    /// a continuation served from another snapshot): a weaker claim.
+    AllRecordsLive,
+    /// Nothing may be concluded about the whole collection.
+    None,
+}
+
+impl ConclusionScope {
+    /// The name receipts use.
     #[must_use]
-    pub fn exit_code(self) -> i32 {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Status::Verified => 0,
-            Status::Unknown => 3,
-            Status::Failed => 4,
+            ConclusionScope::AllRecordsInSnapshot => "all_records_in_snapshot",
+            ConclusionScope::AllRecordsLive => "all_records_live",
+            ConclusionScope::None => "none",
         }
     }
 }

@@ -416,7 +416,7 @@ fn receipt_fields(h: &mut String, input: &ReportInput) {
     let scope: Vec<(&str, String)> = vec![
         ("run", show(&r.run_id)),
         ("coverage status", r.coverage_status.as_str().to_owned()),
-        ("conclusion scope", show(&r.conclusion_scope)),
+        ("conclusion scope", show(r.conclusion_scope.as_str())),
         ("state", show(&input.state)),
         (
             "source / tenant",

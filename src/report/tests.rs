@@ -28,9 +28,9 @@ fn receipt(status: Status, unique: u64, pages: u32) -> Receipt {
         limits_hit: Vec::new(),
         coverage_status: status,
         conclusion_scope: if status == Status::Verified {
-            "all_records_in_snapshot".into()
+            crate::reconcile::ConclusionScope::AllRecordsInSnapshot
         } else {
-            "none".into()
+            crate::reconcile::ConclusionScope::None
         },
         violations: Vec::new(),
         violations_dropped: 0,
@@ -179,7 +179,7 @@ fn verdicts_say_what_is_proven_and_what_is_not() {
 
     let mut r = receipt(Status::Verified, 0, 1);
     r.snapshot_id = None;
-    r.conclusion_scope = "all_records_live".into();
+    r.conclusion_scope = crate::reconcile::ConclusionScope::AllRecordsLive;
     let v = verdict(&input(r, vec![]));
     assert!(
         v.headline

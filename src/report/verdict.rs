@@ -43,7 +43,7 @@ pub(crate) fn verdict(input: &ReportInput) -> Verdict {
         caveat.push_str(&format!("This run was superseded by {by} (a restart). "));
     }
     caveat.push_str(&match status {
-        Status::Verified if r.conclusion_scope == "all_records_in_snapshot" => format!(
+        Status::Verified if r.conclusion_scope == crate::reconcile::ConclusionScope::AllRecordsInSnapshot => format!(
             "It proves nothing about records outside snapshot {} or outside the scope {} / {} and its query.",
             snapshot(r),
             clip(&r.source, SHOWN_CHARS_MAX),

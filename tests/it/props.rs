@@ -493,7 +493,7 @@ proptest! {
         let kinds: Vec<ViolationKind> = r.progress().violations.iter().map(|v| v.kind).collect();
         prop_assert_eq!(&kinds, &model.violations);
         prop_assert_eq!(r.status(), model.status());
-        prop_assert_eq!(r.conclusion_scope(), model.scope());
+        prop_assert_eq!(r.conclusion_scope().as_str(), model.scope());
         prop_assert_eq!(r.ids().len(), model.ids.len() as u64);
         prop_assert_eq!(r.ids().iter().collect::<Vec<_>>(), model.ids.iter().copied().collect::<Vec<_>>());
         let p = r.progress();
@@ -533,7 +533,7 @@ proptest! {
         }
         // A violation never leaves room for a conclusion.
         if !kinds.is_empty() {
-            prop_assert_eq!(r.conclusion_scope(), "none");
+            prop_assert_eq!(r.conclusion_scope().as_str(), "none");
             prop_assert_ne!(r.status(), Status::Verified);
         }
     }
@@ -551,13 +551,13 @@ proptest! {
         let mut cut = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
         feed(&mut cut, &pages[..keep]);
         prop_assert_ne!(cut.status(), Status::Verified);
-        prop_assert_eq!(cut.conclusion_scope(), "none");
+        prop_assert_eq!(cut.conclusion_scope().as_str(), "none");
         prop_assert!(!cut.progress().terminal_observed);
 
         let mut whole = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
         feed(&mut whole, &pages);
         prop_assert_eq!(whole.status(), Status::Verified);
-        prop_assert_eq!(whole.conclusion_scope(), "all_records_live");
+        prop_assert_eq!(whole.conclusion_scope().as_str(), "all_records_live");
         prop_assert_eq!(whole.ids().len(), unique.len() as u64);
     }
 
