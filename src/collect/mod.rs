@@ -54,6 +54,11 @@ pub trait RunLog: Sized {
     /// # Errors
     /// When the restart cannot be written.
     fn restart(self, rec: &Reconciler, contract: &Contract, at_ms: u64) -> Result<Self, Error>;
+    /// Whether the operator asked the scan to stop (Ctrl-C): checked before every request,
+    /// so the run stops at a page boundary as `limit_reached` (interrupted), resumable.
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 impl RunLog for RunWriter<'_> {
@@ -268,8 +273,12 @@ async fn drive<S: PageSource, L: RunLog>(
         let Some(request) = rec.next_request().cloned() else {
             break;
         };
-        // A budget already spent (a resume that did not raise it) fetches nothing more.
-        if let Some(limit) = rec.budget_exhausted() {
+        // A budget already spent (a resume that did not raise it) fetches nothing more; an
+        // operator's stop ends the run at this page boundary.
+        if let Some(limit) = rec
+            .budget_exhausted()
+            .or_else(|| log.should_stop().then_some(Limit::Interrupted))
+        {
             rec.stop_on_limit(limit);
             log.checkpoint(&rec, Delta::default())?;
             break;

@@ -304,6 +304,9 @@ impl Reconciler {
                 self.progress.records_observed
             ),
             Limit::Deadline => "the deadline passed before the end signal".to_owned(),
+            Limit::Interrupted => {
+                "the operator stopped the scan at a page boundary; resume continues it".to_owned()
+            }
             other => format!("{} reached before the end signal", other.as_str()),
         };
         self.record(ViolationKind::LimitReached, page_idx, detail);

@@ -172,6 +172,8 @@ pub enum Limit {
     Deadline,
     /// The sample size of `sample N` mode.
     Sample,
+    /// The operator stopped the scan (Ctrl-C): it stopped at a page boundary, resumable.
+    Interrupted,
 }
 
 impl Limit {
@@ -184,6 +186,7 @@ impl Limit {
             Limit::MaxBytes => "max_bytes",
             Limit::Deadline => "deadline",
             Limit::Sample => "sample",
+            Limit::Interrupted => "interrupted",
         }
     }
 }

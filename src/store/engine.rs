@@ -210,6 +210,47 @@ impl Engine {
         }
     }
 
+    /// Compacts the file (redb's `compact`), which needs no other open transaction.
+    pub(crate) fn compact(&mut self) -> Result<(), super::maintenance::CompactOutcome> {
+        use super::maintenance::CompactOutcome;
+        if !self.writable {
+            return Err(CompactOutcome::ReadOnly);
+        }
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(CompactOutcome::Failed(Failure::Closed));
+        }
+        let Some(Db::Write(db)) = self.db.as_mut() else {
+            return Err(CompactOutcome::ReadOnly);
+        };
+        // Compacting repeats until nothing more moves; bounded by the file's pages.
+        let mut result = Ok(());
+        for _ in 0..64 {
+            match catch(|| db.compact()) {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => break,
+                Ok(Err(redb::CompactionError::TransactionInProgress)) => {
+                    result = Err(CompactOutcome::Busy);
+                    break;
+                }
+                Ok(Err(e)) => {
+                    result = Err(CompactOutcome::Failed(classify("compact", e.into())));
+                    break;
+                }
+                Err(message) => {
+                    self.broken.store(true, Ordering::Relaxed);
+                    if let Some(file) = &self.file {
+                        file.eject();
+                    }
+                    result = Err(CompactOutcome::Failed(Failure::damaged(format!(
+                        "compact failed inside the storage engine: {message}"
+                    ))));
+                    break;
+                }
+            }
+        }
+        result
+    }
+
     /// Runs one call into redb: its error becomes a `Failure`, and so does a panic, which
     /// also closes the store (every later call fails with `Failure::Closed`).
     pub(crate) fn contain<T, E: Into<redb::Error>>(

@@ -169,6 +169,18 @@ pub enum WriteError {
         /// The run asked for.
         run: RunId,
     },
+    /// The run is being written by a live process.
+    #[error("{run} is being written by another process")]
+    RunLive {
+        /// The run.
+        run: RunId,
+    },
+    /// Another process has the store open (a compaction needs it alone).
+    #[error("store {path} is busy: another process has it open")]
+    Busy {
+        /// The file.
+        path: PathBuf,
+    },
     /// The run cannot be resumed; `reason` says why and what to do.
     #[error("{run} cannot be resumed: {reason}")]
     NotResumable {

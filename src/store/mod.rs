@@ -31,6 +31,7 @@ use crate::reconcile::{Limit, PageLog, Reconciler, Status, ViolationKind};
 mod backend;
 mod engine;
 mod error;
+mod maintenance;
 mod records;
 mod schema;
 mod snapshot;
@@ -608,7 +609,7 @@ fn check_resumable(loaded: &LoadedRun, raise: &Raise) -> Result<(), WriteError> 
                         c.max_bytes.unwrap_or(0)
                     )
                 }),
-            Limit::Deadline | Limit::Sample => None,
+            Limit::Deadline | Limit::Sample | Limit::Interrupted => None,
         };
         if let Some(what) = unraised {
             return Err(not_resumable(run, &format!("it stopped at {what}")));

@@ -118,12 +118,13 @@ const KINDS: [ViolationKind; 14] = [
     ViolationKind::ExpiredCursor,
     ViolationKind::InvalidPage,
 ];
-const LIMITS: [Limit; 5] = [
+const LIMITS: [Limit; 6] = [
     Limit::MaxPages,
     Limit::MaxRecords,
     Limit::MaxBytes,
     Limit::Deadline,
     Limit::Sample,
+    Limit::Interrupted,
 ];
 const STATUSES: [Status; 3] = [Status::Verified, Status::Unknown, Status::Failed];
 

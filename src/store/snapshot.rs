@@ -335,6 +335,19 @@ impl<'s> Snapshot<'s> {
         Ok(out)
     }
 
+    /// The IDs of a run that carry label `name` (empty when the run has no such label).
+    ///
+    /// # Errors
+    /// `ReadError` when unreadable or a bitmap does not decode.
+    pub fn label_ids(&self, run: RunId, name: &str) -> Result<IdSet, ReadError> {
+        let rec = self.record(run)?;
+        let Some(idx) = rec.progress.label_names.iter().position(|n| n == name) else {
+            return Ok(IdSet::new());
+        };
+        let mut labels = self.labels(run, rec.progress.label_names.len())?;
+        Ok(std::mem::take(&mut labels[idx]))
+    }
+
     /// The label sets of a run, in the order of its label names.
     fn labels(&self, run: RunId, n_labels: usize) -> Result<Vec<IdSet>, ReadError> {
         let raw: Vec<(u32, u64, Vec<u8>)> = self

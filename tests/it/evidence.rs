@@ -219,7 +219,11 @@ fn tampered(field: &str, v: &Value) -> Value {
     match (field, v) {
         ("coverage_status", _) => json!("unknown"),
         ("id_codec", _) => json!(if v == "string" { "int" } else { "string" }),
-        ("conclusion_scope", _) => json!(if v == "none" { "all_records_live" } else { "none" }),
+        ("conclusion_scope", _) => json!(if v == "none" {
+            "all_records_live"
+        } else {
+            "none"
+        }),
         ("end_signal", _) => json!(if v == "both" { "cursor_absent" } else { "both" }),
         ("labels", Value::Object(m)) if !m.is_empty() => {
             let mut m = m.clone();
