@@ -3,6 +3,7 @@
 mod crash;
 mod evidence;
 mod props;
+mod regressions;
 mod report;
 mod resume;
 mod scenarios;
