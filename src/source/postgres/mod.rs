@@ -179,8 +179,19 @@ impl PostgresSource {
             Failure::Query(e) => e,
         };
         if e.is_closed() || e.code().is_none() {
-            // I/O, TLS or protocol trouble: the session cannot be trusted any more.
+            // Not an answer of the server: the session cannot be trusted any more.
             self.session = None;
+            // The driver's kinds are only told apart by their text. A refused certificate
+            // or an unusable configuration does not heal by retrying; I/O trouble may.
+            let shown = e.to_string();
+            if shown.starts_with("error performing TLS handshake")
+                || shown.starts_with("invalid configuration")
+            {
+                return self.fatal(format!("{doing}: {}", chain(&e)));
+            }
+            if shown.starts_with("authentication error") {
+                return FetchError::Forbidden;
+            }
             return FetchError::ServerError;
         }
         if let Some(s) = self.session.as_mut() {
@@ -325,6 +336,20 @@ impl PostgresSource {
         }
         Ok(true)
     }
+}
+
+/// An error and its causes, `: `-separated. The driver's messages never hold the DSN.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    // Bound: error chains are short; eight links is more than any driver makes.
+    for _ in 0..8 {
+        let Some(c) = cause else { break };
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 /// The transaction of a run: a stable snapshot, and no write possible.
