@@ -77,7 +77,6 @@ impl PostgresSource {
                 call!(self, "reading a page", |c| c.query(&after, &[key, &limit]))?
             }
         };
-        let more = rows.len() > page_size;
         let content_kinds = self
             .session
             .as_ref()
@@ -93,7 +92,7 @@ impl PostgresSource {
             &self.config.content,
         )
         .map_err(|detail| FetchError::InvalidPage { detail })?;
-        let next = if more {
+        let next = if decoded.more {
             decoded.last.as_ref().map(KeyParam::cursor)
         } else {
             None
