@@ -178,32 +178,16 @@ fn main() {
     });
     let expect_rows = u64::try_from(rows).expect("rows");
 
+    // Every repetition runs every case, so that a machine shared with other work slows all
+    // of them alike and the ratios stay comparable.
+    let cases = ["source+store", "source+memory", "source alone"];
     let mut copy = Vec::new();
+    let mut times = vec![vec![Vec::new(); cases.len()]; page_sizes.len()];
     for _ in 0..reps {
         let (t, n) = rt.block_on(copy_floor(&client, &table));
         assert_eq!(n, expect_rows);
         copy.push(t);
-    }
-    let copy = median(copy);
-    let rate = |t: Duration| expect_rows as f64 / t.as_secs_f64();
-    println!(
-        "postgres/{rows} rows, median of {reps}, {dsn_kind}",
-        dsn_kind = if dsn.contains("sslmode=disable") {
-            "plain TCP"
-        } else {
-            "sslmode per DSN"
-        }
-    );
-    println!(
-        "  copy (floor)              {:>8.3} s  {:>12.0} rows/s  1.00x",
-        copy.as_secs_f64(),
-        rate(copy)
-    );
-    for &page_size in &page_sizes {
-        let mut with_store = Vec::new();
-        let mut with_memory = Vec::new();
-        let mut alone = Vec::new();
-        for _ in 0..reps {
+        for (p, &page_size) in page_sizes.iter().enumerate() {
             let store_path = dir.path().join("bench.redb");
             let _ = std::fs::remove_file(&store_path);
             let mut store = Store::open(
@@ -219,7 +203,7 @@ fn main() {
             let done = rt
                 .block_on(collect::scan(&contract(page_size), &mut source, &mut store))
                 .expect("scan");
-            with_store.push(t0.elapsed());
+            times[p][0].push(t0.elapsed());
             assert_eq!(done.reconciler.status(), Status::Verified);
             assert_eq!(done.receipt().unique_ids_observed, expect_rows);
             drop(store);
@@ -233,19 +217,35 @@ fn main() {
                     &mut MemorySink::default(),
                 ))
                 .expect("scan");
-            with_memory.push(t0.elapsed());
+            times[p][1].push(t0.elapsed());
             assert_eq!(done.receipt().unique_ids_observed, expect_rows);
 
             let (t, n) = rt.block_on(source_alone(&config, page_size));
             assert_eq!(n, expect_rows);
-            alone.push(t);
+            times[p][2].push(t);
         }
-        for (name, times) in [
-            ("source+store", with_store),
-            ("source+memory", with_memory),
-            ("source alone", alone),
-        ] {
-            let t = median(times);
+    }
+    let copy = median(copy);
+    let rate = |t: Duration| expect_rows as f64 / t.as_secs_f64();
+    println!(
+        "postgres/{rows} rows, median of {reps}, {kind}, load average {load}",
+        kind = if dsn.contains("sslmode=disable") {
+            "plain TCP"
+        } else {
+            "sslmode per DSN"
+        },
+        load = std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    );
+    println!(
+        "  copy (floor)              {:>8.3} s  {:>12.0} rows/s  1.00x",
+        copy.as_secs_f64(),
+        rate(copy)
+    );
+    for (p, page_size) in page_sizes.iter().enumerate() {
+        for (c, name) in cases.iter().enumerate() {
+            let t = median(times[p][c].clone());
             println!(
                 "  {:<25} {:>8.3} s  {:>12.0} rows/s  {:.2}x of copy",
                 format!("{name} p={page_size}"),

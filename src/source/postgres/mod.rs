@@ -30,6 +30,7 @@ mod tls;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
@@ -69,10 +70,13 @@ impl std::fmt::Debug for PostgresSource {
 
 /// One connection, its prepared statements and its open transaction.
 struct Session {
-    client: Client,
+    /// Shared with a prefetched page's future, which must own what it borrows.
+    client: Arc<Client>,
     connection: Pin<Box<Connection>>,
     plan: Option<Plan>,
     txn: Option<Txn>,
+    /// The next page, already asked of the server (see `page::Prefetch`).
+    prefetch: Option<page::Prefetch>,
 }
 
 /// The prepared statements of one session and how to read their rows.
@@ -196,6 +200,7 @@ impl PostgresSource {
         }
         if let Some(s) = self.session.as_mut() {
             s.txn = None;
+            s.prefetch = None;
         }
         let code = e.code().cloned().unwrap_or(SqlState::INTERNAL_ERROR);
         let message = e
@@ -226,10 +231,11 @@ impl PostgresSource {
         match self.config.connect.connect(self.tls.clone()).await {
             Ok((client, connection)) => {
                 self.session = Some(Session {
-                    client,
+                    client: Arc::new(client),
                     connection: Box::pin(connection),
                     plan: None,
                     txn: None,
+                    prefetch: None,
                 });
                 Ok(())
             }
@@ -257,6 +263,7 @@ impl PostgresSource {
                 return Ok(());
             }
             s.txn = None;
+            s.prefetch = None;
         }
         let imported = match snapshot {
             Some(named) => self.import(named).await?,

@@ -5,14 +5,35 @@
 //! Never opens a transaction (the caller has made the right one current) and never decides
 //! the end from a short page: a page has a `next` cursor exactly when the query found a row
 //! past it.
+//!
+//! Prefetch: when a page has a successor, its query is sent before the page is returned, so
+//! the server computes it while the collector reconciles and checkpoints; the next request
+//! takes the answer if it asks for exactly that page in the same transaction, and otherwise
+//! the prefetched answer is dropped (the driver discards it). Nothing runs in the
+//! background: the request is written to the socket, and the server's answer waits in the
+//! socket buffers until the next call reads it. With `page_delay_ms` there is no prefetch,
+//! so the delay spares the server as it says.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use super::sql::{self, KeyParam};
-use super::{call, drive, Failure, PostgresSource};
+use super::{call, drive, Arc, Failure, PostgresSource};
 use crate::contract::Page;
 use crate::reconcile::Request;
 use crate::source::{FetchError, PageRequest};
+
+/// A page query already sent: its key bound, size and snapshot, and the answer to come.
+pub(super) struct Prefetch {
+    bound: KeyParam,
+    page_size: u32,
+    snapshot: String,
+    answer: Pin<Box<dyn Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send>>,
+}
 
 impl PostgresSource {
     /// Serves `req` from the current transaction.
@@ -67,9 +88,22 @@ impl PostgresSource {
         let page_size = usize::try_from(req.page_size).unwrap_or(usize::MAX);
         // One row past the page tells whether another page exists.
         let limit = i64::from(req.page_size).saturating_add(1);
-        let rows = match &bound {
-            None => call!(self, "reading a page", |c| c.query(&first, &[&limit]))?,
-            Some(key) => {
+        let prefetched = self
+            .session
+            .as_mut()
+            .and_then(|s| s.prefetch.take())
+            .filter(|p| {
+                Some(&p.bound) == bound.as_ref()
+                    && p.page_size == req.page_size
+                    && p.snapshot == snapshot
+            });
+        let rows = match (prefetched, &bound) {
+            (Some(p), _) => {
+                let answer = p.answer;
+                call!(self, "reading a page", |_c| answer)?
+            }
+            (None, None) => call!(self, "reading a page", |c| c.query(&first, &[&limit]))?,
+            (None, Some(key)) => {
                 let key: &(dyn ToSql + Sync) = match key {
                     KeyParam::Int(n) => n,
                     KeyParam::Text(s) => s,
@@ -97,6 +131,12 @@ impl PostgresSource {
         } else {
             None
         };
+        if let (true, Some(last)) = (decoded.more, &decoded.last) {
+            if self.config.page_delay.is_zero() {
+                self.prefetch(last.clone(), req.page_size, snapshot.clone(), after, limit)
+                    .await;
+            }
+        }
         Ok(Page {
             items: decoded.items,
             complete: Some(next.is_none()),
@@ -107,5 +147,54 @@ impl PostgresSource {
             total: None,
             size_bytes: decoded.size_bytes,
         })
+    }
+
+    /// Sends the query of the page after `bound` and returns without its answer.
+    async fn prefetch(
+        &mut self,
+        bound: KeyParam,
+        page_size: u32,
+        snapshot: String,
+        after: tokio_postgres::Statement,
+        limit: i64,
+    ) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        let client = Arc::clone(&s.client);
+        let key = bound.clone();
+        let mut answer: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(async move {
+            let key: &(dyn ToSql + Sync) = match &key {
+                KeyParam::Int(n) => n,
+                KeyParam::Text(s) => s,
+            };
+            client.query(&after, &[key, &limit]).await
+        });
+        // One poll hands the request to the connection, one poll of the connection writes
+        // it to the socket; neither waits for the server.
+        let connection = &mut s.connection;
+        let (answered, ended) = std::future::poll_fn(|cx| {
+            // An answer this early (only a failure can be) is not kept: a finished future
+            // must not be polled again, and the next page asks again anyway.
+            if answer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready((true, false));
+            }
+            Poll::Ready((false, connection.as_mut().poll(cx).is_ready()))
+        })
+        .await;
+        if ended {
+            // The connection is gone; the next page reconnects and meets what that means.
+            self.session = None;
+            return;
+        }
+        if answered {
+            return;
+        }
+        s.prefetch = Some(Prefetch {
+            bound,
+            page_size,
+            snapshot,
+            answer,
+        });
     }
 }
