@@ -354,3 +354,68 @@ fn sslmode_require_encrypts_through_rustls() {
         assert!(err.contains("TLS handshake"), "{err}");
     }
 }
+
+#[test]
+fn a_connection_killed_mid_scan_loses_the_snapshot_and_the_policy_decides() {
+    let Some(pg) = Pg::server() else { return };
+    let t = pg.table(
+        "terminated",
+        "CREATE TABLE $T (id bigint PRIMARY KEY); INSERT INTO $T SELECT generate_series(1, 300);",
+    );
+    let app = format!("sl_pg_term_{}", std::process::id());
+    let env = Env::new();
+    let source = format!(
+        "postgres:{}",
+        util::write(
+            env.dir.path(),
+            "src-term.json",
+            &json!({"dsn": format!("{DSN} application_name={app}"), "table": t.name,
+                    "key": "id", "page_delay_ms": 40})
+            .to_string(),
+        )
+    );
+    let contract = env.contract(
+        "c.json",
+        &json!({"source": t.name, "page_size": 10, "on_expired_cursor": "high_water"}),
+    );
+    let (mut child, rx) = env.spawn_scan(&contract, &source);
+    wait_for_page(&rx, 3);
+    // The server ends the scan's session: its transaction, and the exported snapshot, die.
+    let ended = pg.column(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{app}'"
+    ));
+    assert_eq!(ended, ["t"], "the scan's session was not found");
+    assert!(child.wait().unwrap().success());
+    let (code, r, err) = env.json(&["receipt", "run-1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["conclusion_scope"], "all_records_live", "{r}");
+    assert_eq!(r["records_observed"], 300);
+    assert_eq!(r["unique_ids_observed"], 300);
+}
+
+#[test]
+fn a_statement_timeout_is_a_failed_page_not_a_verdict() {
+    let Some(pg) = Pg::server() else { return };
+    let t = pg.table(
+        "stmt_timeout",
+        "CREATE TABLE $T (id bigint PRIMARY KEY); INSERT INTO $T SELECT generate_series(1, 5);",
+    );
+    let env = Env::new();
+    let source = format!(
+        "postgres:{}",
+        util::write(
+            env.dir.path(),
+            "src-slow.json",
+            &json!({"dsn": format!("{DSN} options='-c statement_timeout=50'"), "table": t.name,
+                    "key": "id", "labels": {"slow": "pg_sleep(0.2) IS NOT NULL"}})
+            .to_string(),
+        )
+    );
+    let contract = env.contract(
+        "c.json",
+        &json!({"source": t.name, "limits": {"retries": 1}}),
+    );
+    let (code, r, err) = env.scan(&contract, &source);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(r["violations"][0]["kind"], "page_failed", "{r}");
+}
