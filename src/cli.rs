@@ -321,19 +321,22 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
     }
 }
 
-/// The `--source` argument as a run records it: a replay file's path made absolute, so a
-/// resume from another directory finds the same file.
+/// The `--source` argument as a run records it: a replay or config file's path made
+/// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    match spec.strip_prefix("replay:") {
-        Some(path) => std::fs::canonicalize(path)
-            .map_or_else(|_| spec.to_owned(), |p| format!("replay:{}", p.display())),
-        None => spec.to_owned(),
+    for kind in ["replay:", "postgres:"] {
+        if let Some(path) = spec.strip_prefix(kind) {
+            return std::fs::canonicalize(path)
+                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
+        }
     }
+    spec.to_owned()
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    // IO too: network sources (postgres) need the reactor.
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| Error::Io {
             path: PathBuf::from("<tokio runtime>"),

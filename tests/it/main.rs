@@ -2,6 +2,10 @@
 
 mod crash;
 mod evidence;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_resume;
 mod props;
 mod regressions;
 mod report;
