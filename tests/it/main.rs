@@ -1,5 +1,6 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
+mod compat;
 mod crash;
 mod evidence;
 #[cfg(feature = "postgres")]
