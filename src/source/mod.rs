@@ -11,6 +11,7 @@ use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
+pub mod mapping;
 mod replay;
 mod sim;
 
