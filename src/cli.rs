@@ -175,7 +175,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         } => {
             let contract = read_contract(&contract)?;
             let source_spec = recordable(&source);
-            let mut source = AnySource::open(&source)?;
+            let mut source = AnySource::open_for(&source, &contract)?;
             let mut store = Store::open(&cli.store, write.store_options())?;
             store.record_source(&source_spec);
             let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
@@ -208,7 +208,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
                     )))
                 }
             };
-            let mut source = AnySource::open(&spec)?;
+            let mut source = AnySource::open_for(&spec, &loaded.contract)?;
             store.record_source(&recordable(&spec));
             let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
             let done = runtime()?.block_on(collect::resume(
@@ -275,21 +275,26 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 /// The `--source` argument as a run records it: a replay file's path made absolute, so a
 /// resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    match spec.strip_prefix("replay:") {
-        Some(path) => std::fs::canonicalize(path)
-            .map_or_else(|_| spec.to_owned(), |p| format!("replay:{}", p.display())),
-        None => spec.to_owned(),
+    // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
+    for kind in ["replay:", "http:"] {
+        if let Some(path) = spec.strip_prefix(kind) {
+            return std::fs::canonicalize(path)
+                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
+        }
     }
+    spec.to_owned()
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .map_err(|e| Error::Io {
-            path: PathBuf::from("<tokio runtime>"),
-            source: e,
-        })
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time();
+    // Network sources need tokio's IO driver.
+    #[cfg(feature = "http")]
+    builder.enable_io();
+    builder.build().map_err(|e| Error::Io {
+        path: PathBuf::from("<tokio runtime>"),
+        source: e,
+    })
 }
 
 /// Reads and validates a contract file.

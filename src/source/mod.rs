@@ -1,5 +1,6 @@
-//! Page sources: where pages come from. `replay:FILE` (a scripted scenario) and `sim:` (a
-//! deterministic generator for demos, benches and simulation tests).
+//! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
+//! deterministic generator for demos, benches and simulation tests) and `http:CONFIG.json`
+//! (a JSON HTTP API, feature `http`, through the shared response `mapping`).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -11,10 +12,14 @@ use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
+#[cfg(feature = "http")]
+pub mod http;
 pub mod mapping;
 mod replay;
 mod sim;
 
+#[cfg(feature = "http")]
+pub use http::HttpSource;
 pub use replay::ReplaySource;
 pub use sim::{SimConfig, SimSource};
 
@@ -83,6 +88,9 @@ pub enum AnySource {
     Replay(ReplaySource),
     /// `sim:KEY=VALUE,...`.
     Sim(SimSource),
+    /// `http:CONFIG.json`.
+    #[cfg(feature = "http")]
+    Http(Box<HttpSource>),
 }
 
 impl AnySource {
@@ -91,6 +99,28 @@ impl AnySource {
     /// # Errors
     /// `SourceError` for an unknown kind, an unreadable or malformed file, bad parameters.
     pub fn open(spec: &str) -> Result<AnySource, SourceError> {
+        AnySource::open_for(spec, &crate::contract::Contract::new("-"))
+    }
+
+    /// Parses a `--source` argument and opens the source for `contract`, which a source may
+    /// check its configuration against (an HTTP source with page-number pagination refuses an
+    /// end signal it could show falsely). [`AnySource::open`] checks against the default
+    /// contract.
+    ///
+    /// # Errors
+    /// As [`AnySource::open`].
+    pub fn open_for(
+        spec: &str,
+        contract: &crate::contract::Contract,
+    ) -> Result<AnySource, SourceError> {
+        #[cfg(feature = "http")]
+        if let Some(path) = spec.strip_prefix("http:") {
+            return Ok(AnySource::Http(Box::new(HttpSource::open(
+                path.as_ref(),
+                contract.end_signal,
+            )?)));
+        }
+        let _ = contract;
         if let Some(path) = spec.strip_prefix("replay:") {
             return Ok(AnySource::Replay(ReplaySource::open(path.as_ref())?));
         }
@@ -108,6 +138,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.fetch(req).await,
             AnySource::Sim(s) => s.fetch(req).await,
+            #[cfg(feature = "http")]
+            AnySource::Http(s) => s.fetch(req).await,
         }
     }
 
@@ -115,6 +147,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.count().await,
             AnySource::Sim(s) => s.count().await,
+            #[cfg(feature = "http")]
+            AnySource::Http(s) => s.count().await,
         }
     }
 }

@@ -2,6 +2,8 @@
 
 mod crash;
 mod evidence;
+#[cfg(feature = "http")]
+mod http;
 mod props;
 mod resume;
 mod scenarios;

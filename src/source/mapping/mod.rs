@@ -271,7 +271,10 @@ impl Mapping {
         match end {
             EndSignal::CursorAbsent if self.is_positional() && self.has_more.is_none() => {
                 Err(ConfigError {
-                    key: "end_signal".into(),
+                    key: match self.paging {
+                        Paging::Offset { .. } => "offset_param".into(),
+                        _ => "page_param".into(),
+                    },
                     problem: "page-number and offset pagination have no cursor to end on: the contract's end_signal must be \"total\" or \"empty_page\" (or the mapping needs a \"has_more\" flag)".into(),
                 })
             }

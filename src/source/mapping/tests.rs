@@ -628,7 +628,7 @@ fn end_signals_the_mapping_cannot_show_are_refused() {
             .check_end_signal(EndSignal::CursorAbsent)
             .unwrap_err()
             .key,
-        "end_signal"
+        "page_param"
     );
     assert!(positional.check_end_signal(EndSignal::Total).is_ok());
     assert!(positional.check_end_signal(EndSignal::EmptyPage).is_ok());
