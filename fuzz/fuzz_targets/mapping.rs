@@ -1,6 +1,7 @@
 //! `Mapping::map_body` and `Mapping::call` on arbitrary bytes, under every preset and both
 //! positional pagings: an `Err` naming a pointer, or a page within the bounds; never a panic
-//! and never an allocation past the body's own size.
+//! and never an allocation past the body's own size. `map_body` (which builds only what the
+//! pointers reach) must agree with `map_value` over the full strict parse, error for error.
 //!
 //! Input: the first byte picks the mapping and the position, the rest is the response body
 //! (and, read as text, a stored cursor to resume from).
@@ -11,6 +12,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use scanledger::contract::ITEMS_PER_PAGE_MAX;
+use scanledger::source::mapping::PageError::Json as MapJson;
 use scanledger::source::mapping::{chain_text, Mapping, Position};
 use scanledger::{PageRequest, Request};
 use serde_json::json;
@@ -61,12 +63,23 @@ fuzz_target!(|data: &[u8]| {
         2 => Position::Page(u64::MAX),
         _ => Position::Offset(u64::MAX - 1),
     };
-    match m.map_body(body, 1 << 20, &at) {
-        Ok(page) => {
+    let got = m.map_body(body, 1 << 20, &at);
+    // `map_body` parses only what the pointers reach; it must agree with the full strict parse.
+    let want = scanledger::json::parse_slice(body, scanledger::json::Numbers::Any)
+        .map_err(|e| e.message)
+        .map(|v| m.map_value(&v, body.len() as u64, &at));
+    match (&got, want) {
+        (Ok(page), Ok(Ok(full))) => {
+            assert_eq!(page, &full, "the reduced parse maps differently");
             assert!(page.items.len() <= ITEMS_PER_PAGE_MAX as usize + 1);
             assert_eq!(page.size_bytes, body.len() as u64);
             assert!(page.next.as_deref() != Some(""), "an empty cursor is never a next");
         }
-        Err(e) => drop(chain_text(&e)),
+        (Err(e), Ok(Err(full))) => assert_eq!(e, &full),
+        (Err(MapJson(e)), Err(message)) => assert_eq!(e.message, message),
+        (got, want) => panic!("map_body {got:?} but the full parse gives {want:?}"),
+    }
+    if let Err(e) = got {
+        drop(chain_text(&e));
     }
 });

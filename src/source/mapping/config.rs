@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::pointer::{Pointer, Test};
+use super::select::Trie;
 use super::{ConfigError, Label, Mapping, Paging};
 use crate::content::CONTENT_VALUES_MAX;
 use crate::contract::{LABELS_PER_ITEM_MAX, LABEL_LEN_MAX};
@@ -280,7 +281,7 @@ pub(super) fn resolve(obj: &Map<String, Value>) -> Result<Mapping, ConfigError> 
         .iter()
         .map(|t| pointer("content", t))
         .collect::<Result<Vec<_>, _>>()?;
-    let m = Mapping {
+    let mut m = Mapping {
         preset,
         root: opt_pointer("root", raw.root.or(p.root))?,
         items: pointer(
@@ -305,9 +306,49 @@ pub(super) fn resolve(obj: &Map<String, Value>) -> Result<Mapping, ConfigError> 
         )?,
         snapshot_param: param("snapshot_param", raw.snapshot_param.or(p.snapshot_param))?,
         after_param: param("after_param", raw.after_param.or(p.after_param))?,
+        select: Trie::default(),
     };
     m.check_param_names()?;
+    m.select = select_trie(&m);
     Ok(m)
+}
+
+/// The paths of every pointer the mapping reads, for `select::parse`.
+fn select_trie(m: &Mapping) -> Trie {
+    let prefix: Vec<String> = m
+        .root
+        .as_ref()
+        .map(|r| r.tokens().to_vec())
+        .unwrap_or_default();
+    let mut item = Trie::default();
+    item.add(&[], &m.id);
+    for l in &m.labels {
+        item.add(&[], &l.pointer);
+    }
+    for c in &m.content {
+        item.add(&[], c);
+    }
+    let mut t = Trie::default();
+    t.add_items(&prefix, &m.items, item);
+    let next = match &m.paging {
+        Paging::Cursor { next, .. } => Some(next),
+        _ => None,
+    };
+    for p in [
+        next,
+        m.complete.as_ref(),
+        m.has_more.as_ref(),
+        m.snapshot.as_ref(),
+        m.query.as_ref(),
+        m.total.as_ref(),
+        m.truncated.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        t.add(&prefix, p);
+    }
+    t
 }
 
 fn labels(obj: Map<String, Value>) -> Result<Vec<Label>, ConfigError> {

@@ -61,6 +61,7 @@ mod config;
 mod page;
 pub mod pointer;
 mod request;
+mod select;
 #[cfg(test)]
 mod tests;
 
@@ -203,6 +204,8 @@ pub struct Mapping {
     page_size_param: Option<String>,
     snapshot_param: Option<String>,
     after_param: Option<String>,
+    /// The paths `map_body` keeps when it parses (built from the pointers above).
+    select: select::Trie,
 }
 
 /// Where a request points: the first page, a cursor, a page number, an offset, or the page

@@ -7,18 +7,19 @@
 use serde_json::Value;
 
 use super::pointer::{type_name, Pointer};
-use super::{Mapping, PageError, Paging, Position};
+use super::{select, Mapping, PageError, Paging, Position};
 use crate::content::{self, ContentValue};
 use crate::contract::{Item, Page, RawId, ITEMS_PER_PAGE_MAX};
 use crate::digest;
-use crate::json::{self, Numbers};
 
 /// Characters of an unexpected ID kept for the codec's error message.
 const OTHER_ID_SHOWN_MAX: usize = 64;
 
 impl Mapping {
-    /// Maps a response body: refused past `max_bytes` before parsing, parsed strictly
-    /// (duplicate keys refused, nesting bounded), then [`Mapping::map_value`].
+    /// Maps a response body: refused past `max_bytes` before parsing, parsed under the rules
+    /// of `crate::json` (duplicate keys refused, nesting bounded) while building only what the
+    /// mapping's pointers reach, then [`Mapping::map_value`]. The result is the page
+    /// `map_value` gives on the fully parsed body.
     ///
     /// # Errors
     /// `PageError`: too large, not strict JSON, or as [`Mapping::map_value`].
@@ -26,7 +27,8 @@ impl Mapping {
         if body.len() as u64 > max_bytes {
             return Err(PageError::TooLarge { max_bytes });
         }
-        let v = json::parse_slice(body, Numbers::Any).map_err(PageError::Json)?;
+        // Only what the pointers reach is built; the rest is checked as strictly and skipped.
+        let v = select::parse(body, &self.select).map_err(PageError::Json)?;
         self.map_value(&v, body.len() as u64, at)
     }
 

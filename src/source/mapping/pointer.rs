@@ -70,6 +70,11 @@ impl Pointer {
         &self.text
     }
 
+    /// The pointer's reference tokens, unescaped.
+    pub(super) fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
     /// The value the pointer names in `v`, if there is one.
     #[must_use]
     pub fn get<'v>(&self, v: &'v Value) -> Option<&'v Value> {
@@ -106,7 +111,7 @@ fn unescape(raw: &str) -> Option<String> {
 }
 
 /// RFC 6901 array index: `0`, or decimal digits without a leading zero (no sign, no `-`).
-fn array_index(t: &str) -> Option<usize> {
+pub(super) fn array_index(t: &str) -> Option<usize> {
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) || (t.len() > 1 && t.starts_with('0'))
     {
         return None;
