@@ -138,7 +138,7 @@ impl HttpSource {
             None => self.client.get(url),
             Some(b) => {
                 let bytes = serde_json::to_vec(&Value::Object(b))
-                    .map_err(|e| self.fatal(format!("the request body cannot be encoded: {e}")))?;
+                    .map_err(|e| other("cannot encode the request body", e))?;
                 self.client
                     .request(c.method.clone(), url)
                     .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
@@ -156,7 +156,7 @@ impl HttpSource {
         }
         builder
             .build()
-            .map_err(|e| self.fatal(format!("the request cannot be built: {}", e.without_url())))
+            .map_err(|e| other("cannot build the request", e.without_url()))
     }
 
     /// Reads the body of a 2xx response, refusing it as soon as it passes the bound.
@@ -198,6 +198,14 @@ impl HttpSource {
         }
         seen.windows(marker.len()).any(|w| w == marker.as_bytes())
     }
+}
+
+/// A failure of the source itself (not of a page), with its cause chained.
+fn other(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> FetchError {
+    FetchError::Fatal(SourceError::Other {
+        what: what.to_owned(),
+        source: Box::new(e),
+    })
 }
 
 /// A request parameter as text: a string as it is, anything else as compact JSON (`3`,
@@ -250,5 +258,41 @@ impl PageSource for HttpSource {
             .map_err(|e| FetchError::InvalidPage {
                 detail: chain_text(&e),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parameters_are_text_as_documented() {
+        for (v, want) in [
+            (json!("a b&c"), "a b&c"),
+            (json!(3), "3"),
+            (json!(-2.5), "-2.5"),
+            (json!(true), "true"),
+            (Value::Null, "null"),
+            (json!(["a", "b"]), r#"["a","b"]"#),
+            (json!({"k": 1}), r#"{"k":1}"#),
+        ] {
+            assert_eq!(param_text(&v), want);
+        }
+    }
+
+    #[test]
+    fn the_source_debug_output_redacts_the_secret() {
+        let cfg = HttpConfig::from_value(
+            Path::new("cfg.json"),
+            &json!({"url": "http://127.0.0.1:9/x", "auth_env": "T"}),
+            |_| Some("canary-debug-4e1".into()),
+        )
+        .unwrap();
+        let source = HttpSource::new(Path::new("cfg.json"), cfg, EndSignal::CursorAbsent).unwrap();
+        let shown = format!("{source:?} {source:#?}");
+        assert!(shown.contains("Secret(<redacted>)"), "{shown}");
+        assert!(!shown.contains("canary"), "{shown}");
     }
 }
