@@ -7,7 +7,8 @@
 //! Invariant (checked by the unit tests and the `mapping` fuzz target): for every input,
 //! `parse` fails exactly when `json::parse_slice(bytes, Numbers::Any)` fails, and every
 //! pointer of the mapping resolves in its result to the same value as in the full parse.
-//! A value a pointer names is built in full by `json::Strict`; an object on the way to one
+//! A value a pointer names is built in full (`Build`, the rules of `json` with the depth
+//! counted from the document's root); an object on the way to one
 //! keeps only the keys on the way; an array on the way keeps its elements up to the highest
 //! index on the way (the rest are skipped, so an index past them names nothing in both); the
 //! items array keeps every element (up to one past `ITEMS_PER_PAGE_MAX`, all the mapping reads),
@@ -18,12 +19,13 @@ use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserializer;
+
 use serde_json::{Map, Value};
 
 use super::pointer::{array_index, Pointer};
 use crate::contract::ITEMS_PER_PAGE_MAX;
-use crate::json::{JsonError, Strict, JSON_DEPTH_MAX};
+use crate::json::{JsonError, JSON_DEPTH_MAX};
 
 /// The paths to keep, as a tree of pointer tokens.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,16 +109,6 @@ fn duplicate<E: de::Error>(key: &str) -> E {
     E::custom(format_args!("duplicate key {key:?}"))
 }
 
-/// Levels of arrays and objects in `v` (0 for a scalar). Recursion is bounded by
-/// `JSON_DEPTH_MAX`, which `json::Strict` enforced when it built `v`.
-fn nesting(v: &Value) -> u32 {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(nesting).max().unwrap_or(0),
-        Value::Object(o) => 1 + o.values().map(nesting).max().unwrap_or(0),
-        _ => 0,
-    }
-}
-
 /// The keys of one object so far, to refuse a duplicate: a short list for the usual small
 /// object (no hashing, no allocation past the list), a set past `SEEN_LINEAR_MAX` keys.
 struct Seen<'de> {
@@ -189,12 +181,7 @@ impl<'de> DeserializeSeed<'de> for Select<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         if self.trie.whole {
-            let v = Strict::<true>::deserialize(d)?.0;
-            // `Strict` counts its levels from 0; the bound counts from the document's root.
-            if self.depth.saturating_add(nesting(&v)) > JSON_DEPTH_MAX {
-                return Err(too_deep());
-            }
-            return Ok(v);
+            return d.deserialize_any(Build { depth: self.depth });
         }
         d.deserialize_any(self)
     }
@@ -289,6 +276,84 @@ impl<'de> Visitor<'de> for Select<'_> {
                 None => map.next_value_seed(Skip { depth })?,
             }
             seen.insert(key);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Builds a whole value under the rules of `json` (as `json::parse_slice` with
+/// `Numbers::Any` would), its depth counted from the document's root, so that the first error
+/// of the input is the same one.
+#[derive(Clone, Copy)]
+struct Build {
+    depth: u32,
+}
+
+impl<'de> DeserializeSeed<'de> for Build {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Build {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        if self.depth >= JSON_DEPTH_MAX {
+            return Err(too_deep());
+        }
+        let child = Build {
+            depth: self.depth + 1,
+        };
+        let mut out = Vec::new();
+        // Bounded by the input's size, which the caller bounds before parsing.
+        while let Some(v) = seq.next_element_seed(child)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        if self.depth >= JSON_DEPTH_MAX {
+            return Err(too_deep());
+        }
+        let child = Build {
+            depth: self.depth + 1,
+        };
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(duplicate(&key));
+            }
+            let v = map.next_value_seed(child)?;
+            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }
@@ -449,6 +514,12 @@ mod tests {
         for text in cases {
             check_same(&m, &text);
         }
+        // Found by the fuzzer: a whole value deep in the document must hit the depth bound
+        // where the full parse does, before a later syntax error.
+        let whole = mapping(json!({"items": "", "id": "", "page_param": "p"}));
+        check_same(&whole, &("[[\n\n".to_owned() + &"[".repeat(70) + "#"));
+        check_same(&whole, &format!("[{}]", deep(63)));
+        check_same(&whole, &format!("[{}]", deep(64)));
         let rooted = mapping(json!({"preset": "relay", "root": "/data/0/c"}));
         for text in [
             r#"{"data": [{"c": {"nodes": [{"id": "a"}], "pageInfo": {"hasNextPage": false, "endCursor": "e"}}}, {"c": 1}]}"#,
