@@ -112,34 +112,35 @@ fn duplicate<E: de::Error>(key: &str) -> E {
 /// The keys of one object so far, to refuse a duplicate: a short list for the usual small
 /// object (no hashing, no allocation past the list), a set past `SEEN_LINEAR_MAX` keys.
 struct Seen<'de> {
-    few: Vec<Cow<'de, str>>,
+    few: [Option<Cow<'de, str>>; SEEN_LINEAR_MAX],
+    n_few: usize,
     many: HashSet<Cow<'de, str>>,
 }
 
-/// Keys kept in a list before a `Seen` switches to a set.
+/// Keys kept in a list (on the stack) before a `Seen` switches to a set.
 const SEEN_LINEAR_MAX: usize = 16;
 
 impl<'de> Seen<'de> {
     fn new() -> Seen<'de> {
         Seen {
-            few: Vec::new(),
+            few: [const { None }; SEEN_LINEAR_MAX],
+            n_few: 0,
             many: HashSet::new(),
         }
     }
 
     fn contains(&self, key: &str) -> bool {
-        if self.many.is_empty() {
-            self.few.iter().any(|k| k == key)
-        } else {
-            self.many.contains(key)
-        }
+        self.few[..self.n_few]
+            .iter()
+            .any(|k| k.as_deref() == Some(key))
+            || self.many.contains(key)
     }
 
     fn insert(&mut self, key: Cow<'de, str>) {
-        if self.many.is_empty() && self.few.len() < SEEN_LINEAR_MAX {
-            self.few.push(key);
+        if self.n_few < SEEN_LINEAR_MAX {
+            self.few[self.n_few] = Some(key);
+            self.n_few += 1;
         } else {
-            self.many.extend(self.few.drain(..));
             self.many.insert(key);
         }
     }
