@@ -17,6 +17,8 @@
 //!    [`Position`] asked for.
 //! 3. [`Mapping::map_body`] (bytes, bounded before parsing, strict JSON) or
 //!    [`Mapping::map_value`] (an already parsed value) maps the response at that position.
+//!    `map_body` parses under the rules of `crate::json` but builds only the values the
+//!    pointers reach (`select`), and gives exactly the page `map_value` gives on the full parse.
 //!
 //! # How a response becomes a page
 //! Page-level pointers are read under `root` when one is set (a GraphQL connection such as
