@@ -350,3 +350,52 @@ fn http_offset_pages_stop_at_the_limit_and_resume_through_the_stored_position() 
         .all(|q| q.param("limit") == Some("2")));
     Ok(())
 }
+
+#[test]
+fn http_expected_counts_of_the_contract_are_reconciled() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let server = Server::start(routes(
+        "page_token",
+        vec![
+            (None, vec![page(&[1, 2], Some("c2"))]),
+            (Some("c2"), vec![page(&[3], None)]),
+        ],
+    ));
+    let contract = json!({"expected_count": 4, "expected_partitions": {"0": 4}});
+    let r = expect(
+        &scan(dir.path(), &server, json!({}), contract, &[]),
+        4,
+        "failed",
+        &["count_mismatch", "partition_mismatch"],
+    );
+    assert_eq!(r["unique_ids_observed"], json!(3));
+    Ok(())
+}
+
+#[test]
+fn http_count_mode_traverses_since_an_echoed_total_is_no_authorized_count() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tot = |ids: &[u64], next: Option<&str>| {
+        Reply::json(
+            &json!({"items": ids.iter().map(|i| json!({"id": i})).collect::<Vec<_>>(),
+            "next_page_token": next, "total": 3}),
+        )
+    };
+    let server = Server::start(routes(
+        "page_token",
+        vec![
+            (None, vec![tot(&[1, 2], Some("c2"))]),
+            (Some("c2"), vec![tot(&[3], None)]),
+        ],
+    ));
+    let cfg = json!({"total": "/total"});
+    let r = expect(
+        &scan(dir.path(), &server, cfg, json!({"mode": "count"}), &[]),
+        0,
+        "verified",
+        &[],
+    );
+    assert_eq!(r["pages_observed"], json!(2));
+    assert_eq!(server.requests().len(), 2, "the whole scope was traversed");
+    Ok(())
+}
