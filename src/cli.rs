@@ -184,7 +184,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
         } => {
             let contract = read_contract(&contract)?;
             let source_spec = recordable(&source);
-            let mut source = AnySource::open(&source)?;
+            let mut source = AnySource::open_for(&source, &contract)?;
             let mut store = Store::open(&cli.store, write.store_options())?;
             store.record_source(&source_spec);
             let started = scanledger::now_ms();
@@ -227,8 +227,8 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
                 max_bytes,
                 deadline_seconds,
             };
-            let recorded = store.read()?.header(run)?.source_spec;
-            let spec = match source.or(recorded) {
+            let header = store.read()?.header(run)?;
+            let spec = match source.or(header.source_spec.clone()) {
                 Some(spec) => spec,
                 None => {
                     return Err(Error::Usage(format!(
@@ -236,7 +236,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
                     )))
                 }
             };
-            let mut source = AnySource::open(&spec)?;
+            let mut source = AnySource::open_for(&spec, &header.contract)?;
             store.record_source(&recordable(&spec));
             let (writer, loaded) = store.resume(run, &raise)?;
             let log = ProgressLog::new(writer, write.progress, write.ack_pages);
@@ -324,7 +324,8 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
 /// The `--source` argument as a run records it: a replay or config file's path made
 /// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    for kind in ["replay:", "postgres:"] {
+    // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
+    for kind in ["replay:", "postgres:", "http:"] {
         if let Some(path) = spec.strip_prefix(kind) {
             return std::fs::canonicalize(path)
                 .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));

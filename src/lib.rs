@@ -81,6 +81,9 @@ pub use report::{
     gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
     ReportInput,
 };
+pub use source::mapping;
+#[cfg(feature = "http")]
+pub use source::HttpSource;
 #[cfg(feature = "postgres")]
 pub use source::PostgresSource;
 pub use source::{

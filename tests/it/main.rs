@@ -3,6 +3,8 @@
 mod compat;
 mod crash;
 mod evidence;
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
