@@ -43,7 +43,7 @@ pub enum Command {
         /// The contract file (JSON, SPEC §8).
         #[arg(long)]
         contract: PathBuf,
-        /// The source: replay:FILE or sim:KEY=VALUE,...
+        /// The source: replay:FILE, sim:KEY=VALUE,... or mysql:CONFIG.json
         #[arg(long)]
         source: String,
         #[command(flatten)]
@@ -272,19 +272,22 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     }
 }
 
-/// The `--source` argument as a run records it: a replay file's path made absolute, so a
+/// The `--source` argument as a run records it: a replay or config file's path made absolute, so a
 /// resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    match spec.strip_prefix("replay:") {
-        Some(path) => std::fs::canonicalize(path)
-            .map_or_else(|_| spec.to_owned(), |p| format!("replay:{}", p.display())),
-        None => spec.to_owned(),
+    for kind in ["replay:", "mysql:"] {
+        if let Some(path) = spec.strip_prefix(kind) {
+            return std::fs::canonicalize(path)
+                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
+        }
     }
+    spec.to_owned()
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    // Time for timeouts and delays; I/O for network sources.
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| Error::Io {
             path: PathBuf::from("<tokio runtime>"),

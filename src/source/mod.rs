@@ -11,9 +11,13 @@ use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
+#[cfg(feature = "mysql")]
+pub mod mysql;
 mod replay;
 mod sim;
 
+#[cfg(feature = "mysql")]
+pub use mysql::{MysqlConfig, MysqlSource};
 pub use replay::ReplaySource;
 pub use sim::{SimConfig, SimSource};
 
@@ -82,6 +86,9 @@ pub enum AnySource {
     Replay(ReplaySource),
     /// `sim:KEY=VALUE,...`.
     Sim(SimSource),
+    /// `mysql:CONFIG.json`.
+    #[cfg(feature = "mysql")]
+    Mysql(Box<MysqlSource>),
 }
 
 impl AnySource {
@@ -96,6 +103,12 @@ impl AnySource {
         if let Some(params) = spec.strip_prefix("sim:") {
             return Ok(AnySource::Sim(SimSource::new(SimConfig::parse(params)?)));
         }
+        #[cfg(feature = "mysql")]
+        if let Some(path) = spec.strip_prefix("mysql:") {
+            return Ok(AnySource::Mysql(Box::new(MysqlSource::open(
+                path.as_ref(),
+            )?)));
+        }
         Err(SourceError::UnknownKind {
             spec: spec.chars().take(64).collect(),
         })
@@ -107,6 +120,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.fetch(req).await,
             AnySource::Sim(s) => s.fetch(req).await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.fetch(req).await,
         }
     }
 
@@ -114,6 +129,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.count().await,
             AnySource::Sim(s) => s.count().await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.count().await,
         }
     }
 }
