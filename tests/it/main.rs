@@ -2,6 +2,8 @@
 
 mod crash;
 mod evidence;
+#[cfg(feature = "mysql")]
+mod mysql;
 mod props;
 mod resume;
 mod scenarios;
