@@ -21,12 +21,13 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement, Value};
 
 use super::{FetchError, PageRequest, PageSource};
-use crate::contract::{Item, Page, PAGE_SIZE_BYTES_MAX};
+use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
 mod config;
 mod error;
+mod page;
 mod snapshot;
 mod sql;
 #[cfg(test)]
@@ -236,7 +237,6 @@ impl MysqlSource {
             .plan
             .clone()
             .ok_or_else(|| self.fatal("no plan".into()))?;
-        let n_labels = self.config.labels.len();
         let page_size = page_size.max(1);
         let limit = Value::UInt(u64::from(page_size) + 1);
         let params = match after {
@@ -256,50 +256,22 @@ impl MysqlSource {
             session.first.clone()
         };
         let snapshot = plan.consistent.then(|| session.id.clone());
-        let read = read_rows(&mut session.conn, &stmt, params, page_size).await;
-        let (rows, more, size_bytes) = match read {
+        let read = page::read(
+            &mut session.conn,
+            &stmt,
+            params,
+            page_size,
+            &plan,
+            &self.config,
+        )
+        .await;
+        let rows = match read {
             Ok(r) => r,
-            Err(Read::Driver(e)) => return Err(self.failed(&e)),
-            Err(Read::TooLarge(n)) => {
-                return Err(FetchError::InvalidPage {
-                    detail: format!(
-                        "a page of more than {PAGE_SIZE_BYTES_MAX} bytes ({n} rows read); lower page_size"
-                    ),
-                })
-            }
+            Err(page::Stop::Driver(e)) => return Err(self.failed(&e)),
+            Err(page::Stop::Invalid(detail)) => return Err(FetchError::InvalidPage { detail }),
         };
-        let mut items = Vec::with_capacity(rows.len());
-        let mut last_key = None;
-        for (i, values) in rows.iter().enumerate() {
-            let invalid = |p: String| FetchError::InvalidPage {
-                detail: format!("row {} of the page: {p}", i + 1),
-            };
-            let key = values
-                .first()
-                .ok_or_else(|| invalid("no key column".into()))?;
-            let (id, key_text) = value::key_of(plan.key_kind, key).map_err(invalid)?;
-            let mut labels = Vec::new();
-            for (j, (name, _)) in self.config.labels.iter().enumerate() {
-                if values.get(1 + j).is_some_and(value::is_set) {
-                    labels.push(name.clone());
-                }
-            }
-            let content = if plan.content.is_empty() {
-                None
-            } else {
-                let cols = values.get(1 + n_labels..).unwrap_or(&[]);
-                Some(
-                    value::content_hash(&plan.content, &self.config.content, cols)
-                        .map_err(invalid)?,
-                )
-            };
-            items.push(Item {
-                id,
-                labels,
-                content,
-            });
-            last_key = Some(key_text);
-        }
+        let (items, more, last_key, size_bytes) =
+            (rows.items, rows.more, rows.last_key, rows.size_bytes);
         let next = if more {
             last_key.map(|k| format!("{CURSOR_PREFIX}{k}"))
         } else {
@@ -335,51 +307,6 @@ impl MysqlSource {
             });
         let _ = tokio::time::timeout(CLOSE_TIMEOUT, conn.disconnect()).await;
         n
-    }
-}
-
-enum Read {
-    Driver(mysql_async::Error),
-    TooLarge(usize),
-}
-
-/// Streams at most `page_size + 1` rows; returns the first `page_size`, whether there was one
-/// more, and the bytes read. Stops with `TooLarge` as soon as the bytes pass the bound.
-async fn read_rows(
-    conn: &mut Conn,
-    stmt: &Statement,
-    params: Vec<Value>,
-    page_size: u32,
-) -> Result<(Vec<Vec<Value>>, bool, u64), Read> {
-    let want = usize::try_from(page_size).unwrap_or(usize::MAX);
-    let mut result = conn.exec_iter(stmt, params).await.map_err(Read::Driver)?;
-    let mut rows = Vec::with_capacity(want.min(4096));
-    let mut size_bytes = 0u64;
-    let mut more = false;
-    while let Some(row) = result.next().await.map_err(Read::Driver)? {
-        if rows.len() >= want {
-            more = true;
-            break;
-        }
-        let values = row.unwrap();
-        size_bytes = size_bytes.saturating_add(values.iter().map(value_bytes).sum::<u64>());
-        if size_bytes > PAGE_SIZE_BYTES_MAX {
-            return Err(Read::TooLarge(rows.len() + 1));
-        }
-        rows.push(values);
-    }
-    result.drop_result().await.map_err(Read::Driver)?;
-    Ok((rows, more, size_bytes))
-}
-
-fn value_bytes(v: &Value) -> u64 {
-    match v {
-        Value::NULL => 1,
-        Value::Bytes(b) => u64::try_from(b.len()).unwrap_or(u64::MAX),
-        Value::Float(_) => 4,
-        Value::Int(_) | Value::UInt(_) | Value::Double(_) => 8,
-        Value::Date(..) => 11,
-        Value::Time(..) => 12,
     }
 }
 

@@ -68,33 +68,59 @@ pub(crate) fn is_set(v: &Value) -> bool {
     }
 }
 
-/// The content digest of one row's content values.
+/// The value a missing cell reads as.
+pub(crate) static NULL: Value = Value::NULL;
+
+/// The content digest of one row: `value(i)` is the row's `i`-th content value. `scratch` is
+/// reused from row to row of a page, so the common row allocates nothing here.
 ///
 /// # Errors
 /// A message naming the column whose value cannot be hashed.
-pub(crate) fn content_hash(
+pub(crate) fn content_hash<'a>(
     kinds: &[Kind],
     names: &[String],
-    values: &[Value],
+    value: impl Fn(usize) -> &'a Value,
+    scratch: &mut Vec<ContentValue<'a>>,
 ) -> Result<[u8; 32], String> {
-    // Dates the calendar does not have are hashed as their text, which must live somewhere.
-    let texts: Vec<Option<String>> = kinds
-        .iter()
-        .zip(values)
-        .map(|(k, v)| odd_date_text(*k, v))
+    let named = |i: usize, p: String| {
+        let name = names.get(i).map_or("?", String::as_str);
+        format!("content column {name:?}: {p}")
+    };
+    scratch.clear();
+    for (i, kind) in kinds.iter().enumerate() {
+        match content_value(*kind, value(i)).map_err(|p| named(i, p))? {
+            Some(cv) => scratch.push(cv),
+            None => return hash_with_odd_dates(kinds, names, &value),
+        }
+    }
+    hash(scratch, names)
+}
+
+/// The slow path of a row holding a date the calendar does not have: such a date is hashed as
+/// its text, which needs a buffer of its own.
+fn hash_with_odd_dates<'a>(
+    kinds: &[Kind],
+    names: &[String],
+    value: &impl Fn(usize) -> &'a Value,
+) -> Result<[u8; 32], String> {
+    let texts: Vec<Option<String>> = (0..kinds.len())
+        .map(|i| odd_date_text(kinds[i], value(i)))
         .collect();
     let mut out = Vec::with_capacity(kinds.len());
-    for (i, (kind, v)) in kinds.iter().zip(values).enumerate() {
-        let name = names.get(i).map_or("?", String::as_str);
+    for (i, kind) in kinds.iter().enumerate() {
         let cv = match &texts[i] {
-            Some(t) => ContentValue::Text(t),
-            None => content_value(*kind, v).map_err(|p| format!("content column {name:?}: {p}"))?,
+            Some(t) => Some(ContentValue::Text(t)),
+            None => content_value(*kind, value(i)).ok().flatten(),
         };
-        out.push(cv);
+        out.push(cv.ok_or_else(|| format!("content column {:?}: unreadable", names[i]))?);
     }
-    record_hash(&out).map_err(|e| {
+    hash(&out, names)
+}
+
+fn hash(values: &[ContentValue<'_>], names: &[String]) -> Result<[u8; 32], String> {
+    record_hash(values).map_err(|e| {
         // Rare: find the column to name by hashing the values one by one.
-        let bad = out
+        let bad = values
             .iter()
             .position(|v| record_hash(std::slice::from_ref(v)).is_err());
         let name = bad.and_then(|i| names.get(i)).map_or("?", String::as_str);
@@ -106,8 +132,9 @@ fn utf8(b: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(b).map_err(|_| "not valid UTF-8".to_owned())
 }
 
-fn content_value(kind: Kind, v: &Value) -> Result<ContentValue<'_>, String> {
-    Ok(match (kind, v) {
+/// One content value, or `None` for a DATE/DATETIME the calendar does not have.
+fn content_value(kind: Kind, v: &Value) -> Result<Option<ContentValue<'_>>, String> {
+    Ok(Some(match (kind, v) {
         (_, Value::NULL) => ContentValue::Null,
         (_, Value::Int(i)) => ContentValue::Int(i128::from(*i)),
         (_, Value::UInt(u)) => ContentValue::Int(i128::from(*u)),
@@ -134,17 +161,24 @@ fn content_value(kind: Kind, v: &Value) -> Result<ContentValue<'_>, String> {
             Err(_) => ContentValue::Bytes(b),
         },
         (Kind::Bytes, Value::Bytes(b)) => ContentValue::Bytes(b),
-        (Kind::Date, Value::Date(y, m, d, ..)) => ContentValue::Date {
-            year: *y,
-            month: *m,
-            day: *d,
-        },
-        (Kind::Timestamp, Value::Date(y, mo, d, h, mi, s, us)) => ContentValue::TimestampMicros(
-            utc_micros(*y, *mo, *d, *h, *mi, *s, *us)
-                .ok_or_else(|| "a timestamp outside the calendar".to_owned())?,
-        ),
+        (Kind::Date, Value::Date(y, m, d, ..)) => {
+            if *y > 9999 || !civil_ok(*y, *m, *d) {
+                return Ok(None);
+            }
+            ContentValue::Date {
+                year: *y,
+                month: *m,
+                day: *d,
+            }
+        }
+        (Kind::Timestamp, Value::Date(y, mo, d, h, mi, s, us)) => {
+            match utc_micros(*y, *mo, *d, *h, *mi, *s, *us) {
+                Some(t) => ContentValue::TimestampMicros(t),
+                None => return Ok(None),
+            }
+        }
         (_, other) => return Err(format!("unexpected value {other:?} for a {kind:?} column")),
-    })
+    }))
 }
 
 /// A float's shortest single-precision decimal, as the double it reads as: FLOAT `1.1` hashes

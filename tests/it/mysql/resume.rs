@@ -105,3 +105,60 @@ fn after_a_kill_block_stops_with_expired_cursor() {
     assert_eq!(code, 0);
     assert_eq!(r["merkle_root"], root_of_1_to(ROWS));
 }
+
+/// The connection holding the snapshot is killed by the server between two pages (an
+/// operator's `KILL`, a failover): the next page fails as a server error (retried), the retry
+/// finds the snapshot gone (`ExpiredCursor`), and a high-water request after the last key is
+/// served from a fresh snapshot whose new ID is echoed.
+#[test]
+fn a_lost_connection_is_a_server_error_then_its_snapshot_is_expired() {
+    use scanledger::source::MysqlSource;
+    use scanledger::{FetchError, PageRequest, PageSource, Request};
+
+    let Some(db) = db() else { return };
+    let t = db.table("lost");
+    db.numbered(&t, 30);
+    let env = Env::new();
+    let spec = env.source("my.json", &t, "id", "");
+    let mut source = MysqlSource::open(spec.strip_prefix("mysql:").unwrap().as_ref()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut req = PageRequest {
+        request: Request::First,
+        page_size: 10,
+        snapshot: None,
+        query: Value::Null,
+    };
+    let page = rt.block_on(source.fetch(&req)).unwrap();
+    let snap = page.snapshot.clone().unwrap();
+    let conn_id = snap
+        .split(';')
+        .find_map(|p| p.strip_prefix("conn="))
+        .unwrap()
+        .to_owned();
+    db.exec(&format!("KILL {conn_id}"));
+    req.request = Request::Cursor(page.next.clone().unwrap());
+    req.snapshot = Some(snap.clone());
+    let first_try = rt.block_on(source.fetch(&req));
+    assert!(
+        matches!(first_try, Err(FetchError::ServerError)),
+        "{first_try:?}"
+    );
+    let retry = rt.block_on(source.fetch(&req));
+    assert!(matches!(retry, Err(FetchError::ExpiredCursor)), "{retry:?}");
+
+    req.request = Request::After("10".into());
+    let page = rt.block_on(source.fetch(&req)).unwrap();
+    assert_eq!(page.items.len(), 10);
+    assert_eq!(page.items[0].id, scanledger::RawId::Int(11));
+    let fresh = page.snapshot.clone().unwrap();
+    assert_ne!(fresh, snap, "a fresh snapshot, under its own ID");
+    // The run stays pinned to the old ID; this source answers it from the fresh snapshot.
+    req.request = Request::Cursor(page.next.unwrap());
+    let last = rt.block_on(source.fetch(&req)).unwrap();
+    assert_eq!(last.snapshot.as_deref(), Some(fresh.as_str()));
+    assert_eq!(last.items.len(), 10);
+    assert_eq!(last.next, None);
+}
