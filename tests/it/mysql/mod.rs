@@ -230,6 +230,11 @@ impl Scan {
         );
     }
 
+    /// Whether the scan is still running (so what happened meanwhile happened during it).
+    pub(crate) fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     /// Sends SIGKILL and reaps the process.
     pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();

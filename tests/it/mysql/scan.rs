@@ -96,6 +96,7 @@ fn writes_by_another_connection_during_a_slow_scan_are_not_seen() {
          DELETE FROM {t} WHERE id BETWEEN 150 AND 159;\n\
          UPDATE {t} SET grp = 0"
     ));
+    assert!(scan.running(), "the writes must land while the scan runs");
     let (code, r) = scan.finish();
     assert_eq!(code, 0, "{r}");
     assert_eq!(r["coverage_status"], "verified");
