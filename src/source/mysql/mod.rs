@@ -270,10 +270,11 @@ impl MysqlSource {
             Err(page::Stop::Driver(e)) => return Err(self.failed(&e)),
             Err(page::Stop::Invalid(detail)) => return Err(FetchError::InvalidPage { detail }),
         };
-        let (items, more, last_key, size_bytes) =
-            (rows.items, rows.more, rows.last_key, rows.size_bytes);
+        let (items, more, size_bytes) = (rows.items, rows.more, rows.size_bytes);
         let next = if more {
-            last_key.map(|k| format!("{CURSOR_PREFIX}{k}"))
+            items
+                .last()
+                .map(|i| format!("{CURSOR_PREFIX}{}", value::key_text(&i.id)))
         } else {
             None
         };

@@ -17,8 +17,6 @@ use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
 pub(crate) struct Rows {
     /// The first `page_size` rows as items.
     pub(crate) items: Vec<Item>,
-    /// The key text of the last item.
-    pub(crate) last_key: Option<String>,
     /// A row past `page_size` exists: this is not the last page.
     pub(crate) more: bool,
     /// Bytes of the values read.
@@ -47,7 +45,6 @@ pub(crate) async fn read(
     let mut result = conn.exec_iter(stmt, params).await.map_err(Stop::Driver)?;
     let mut page = Rows {
         items: Vec::with_capacity(want.min(4096)),
-        last_key: None,
         more: false,
         size_bytes: 0,
     };
@@ -72,7 +69,7 @@ pub(crate) async fn read(
         let key = row
             .as_ref(0)
             .ok_or_else(|| invalid("no key column".into()))?;
-        let (id, key_text) = value::key_of(plan.key_kind, key).map_err(invalid)?;
+        let id = value::key_of(plan.key_kind, key).map_err(invalid)?;
         let mut labels = Vec::new();
         for (j, (name, _)) in config.labels.iter().enumerate() {
             if row.as_ref(1 + j).is_some_and(value::is_set) {
@@ -94,7 +91,6 @@ pub(crate) async fn read(
             labels,
             content,
         });
-        page.last_key = Some(key_text);
     }
     result.drop_result().await.map_err(Stop::Driver)?;
     Ok(page)

@@ -15,24 +15,33 @@ use super::sql::{KeyKind, Kind};
 use crate::content::{record_hash, ContentValue};
 use crate::contract::RawId;
 
-/// The ID of a key value, and the text a cursor or a high-water request carries for it.
+/// The ID of a key value.
 ///
 /// # Errors
 /// A message for a NULL key or a value of the wrong type.
-pub(crate) fn key_of(kind: KeyKind, v: &Value) -> Result<(RawId, String), String> {
+pub(crate) fn key_of(kind: KeyKind, v: &Value) -> Result<RawId, String> {
     match (kind, v) {
         (_, Value::NULL) => Err("a row has a NULL key".into()),
-        (KeyKind::Int, Value::UInt(u)) => Ok((RawId::Int(*u), u.to_string())),
+        (KeyKind::Int, Value::UInt(u)) => Ok(RawId::Int(*u)),
         (KeyKind::Int, Value::Int(i)) => Ok(match u64::try_from(*i) {
-            Ok(u) => (RawId::Int(u), u.to_string()),
+            Ok(u) => RawId::Int(u),
             // A negative key is kept for the codec to refuse (R16), never coerced.
-            Err(_) => (RawId::Other(i.to_string()), i.to_string()),
+            Err(_) => RawId::Other(i.to_string()),
         }),
         (KeyKind::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
-            Ok(s) => Ok((RawId::Str(s.to_owned()), s.to_owned())),
+            Ok(s) => Ok(RawId::Str(s.to_owned())),
             Err(_) => Err("a key is not valid UTF-8".into()),
         },
         (_, other) => Err(format!("a key value has an unexpected type ({other:?})")),
+    }
+}
+
+/// The text a cursor or a high-water request carries for a key (the inverse of
+/// [`key_param`]); only the last key of a page needs one.
+pub(crate) fn key_text(id: &RawId) -> String {
+    match id {
+        RawId::Int(u) => u.to_string(),
+        RawId::Str(s) | RawId::Other(s) => s.clone(),
     }
 }
 
