@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use scanledger::collect;
+
 use scanledger::{
     Contract, Item, Page, PageRequest, PageSource, RunId, SimConfig, SimSource, Store, StoreOptions,
 };
@@ -55,7 +55,7 @@ fn scan<S: PageSource>(store: &mut Store, source: &mut S) -> RunId {
         .build()
         .expect("runtime");
     let done = rt
-        .block_on(collect::scan(&contract(), source, store))
+        .block_on(scanledger::scan(&contract(), source, store))
         .expect("bench scan");
     assert_eq!(done.reconciler.status(), scanledger::Status::Verified);
     done.meta.run_id
@@ -72,14 +72,7 @@ fn sim(start: u64) -> SimSource {
 fn diff(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("diff.redb");
-    let mut store = Store::open(
-        &path,
-        StoreOptions {
-            checkpoint_every_pages: 1_000,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("store");
+    let mut store = Store::open(&path, StoreOptions::new().checkpoint_every(1_000)).expect("store");
     let a = scan(&mut store, &mut sim(1));
     let a_again = scan(&mut store, &mut sim(1));
     let shifted = scan(&mut store, &mut sim(100_001));
@@ -100,7 +93,7 @@ fn diff(c: &mut Criterion) {
         ("shifted_1pct", shifted),
         ("spread_1pct", spread),
     ] {
-        let d = store.diff_runs(a, new).expect("diff");
+        let d = scanledger::diff_runs(&store.read().expect("read"), a, new).expect("diff");
         eprintln!(
             "diff {name}: +{} -{} in {} differing partitions, {} partitions loaded",
             d.diff.added_count(),
@@ -109,7 +102,10 @@ fn diff(c: &mut Criterion) {
             d.partitions_loaded
         );
         group.bench_function(BenchmarkId::new("diff_runs", name), |b| {
-            b.iter(|| black_box(store.diff_runs(black_box(a), black_box(new)).expect("diff")));
+            b.iter(|| {
+                let snap = store.read().expect("read");
+                black_box(scanledger::diff_runs(&snap, black_box(a), black_box(new)).expect("diff"))
+            });
         });
     }
     group.finish();

@@ -41,11 +41,11 @@ fn with_density(one_in: u64, runs: bool) -> IdSet {
     let mut id = 0u64;
     let mut left = N_IDS;
     while left > 0 {
-        let p = id >> scanledger::idset::PARTITION_BITS;
+        let p = id >> scanledger::PARTITION_BITS;
         let mut b = RoaringBitmap::new();
-        while left > 0 && id >> scanledger::idset::PARTITION_BITS == p {
+        while left > 0 && id >> scanledger::PARTITION_BITS == p {
             if one_in == 1 || rng.next_u64() % one_in == 0 {
-                b.insert((id & (scanledger::idset::PARTITION_WIDTH - 1)) as u32);
+                b.insert((id & (scanledger::PARTITION_WIDTH - 1)) as u32);
                 left -= 1;
             }
             id += 1;

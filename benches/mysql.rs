@@ -8,7 +8,7 @@
 //! once from MariaDB's sequence engine and kept for later runs when SCANLEDGER_BENCH_KEEP=1.
 //!
 //! Each round scans the whole table twice, without and with five content columns, in
-//! alternating order, through `collect::scan` (keyset pages of 10,000 in one consistent
+//! alternating order, through `scanledger::scan` (keyset pages of 10,000 in one consistent
 //! snapshot, the reconciler, an in-memory sink). It prints the median time of each, the
 //! rows per second and the ratio with/without (issue 9's target: at most 1.5).
 //!
@@ -20,9 +20,10 @@
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
-use scanledger::collect::{self, MemorySink};
-use scanledger::source::MysqlSource;
-use scanledger::{Contract, Status, Store, StoreOptions};
+use scanledger::{
+    now_ms, scan, scan_with, Contract, MemoryLog, MysqlSource, Reconciler, Status, Store,
+    StoreOptions,
+};
 
 const DSN: &str = "mysql://root@127.0.0.1:3306/test";
 const CONTENT: &str = r#"["email", "amount", "created", "status", "note"]"#;
@@ -144,10 +145,13 @@ async fn scan_once(
     }
     let t0 = Instant::now();
     let done = match store {
-        None => collect::scan(&contract, &mut source, &mut MemorySink::default()).await,
+        None => {
+            let rec = Reconciler::new(&contract);
+            scan_with(&contract, rec, MemoryLog::default(), now_ms(), &mut source).await
+        }
         Some(path) => {
-            let mut s = Store::open(path, StoreOptions::default()).expect("store");
-            collect::scan(&contract, &mut source, &mut s).await
+            let mut s = Store::open(path, StoreOptions::new()).expect("store");
+            scan(&contract, &mut source, &mut s).await
         }
     }
     .expect("scan");

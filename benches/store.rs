@@ -1,5 +1,5 @@
 //! The durable store as the collector drives it: `Reconciler::observe` then
-//! `RunSink::checkpoint` per page, on a real file (fsync included).
+//! `RunWriter::checkpoint` per page, on a real file (fsync included).
 //!
 //! Run:   cargo bench --bench store
 //! One:   cargo bench --bench store -- 'store_checkpoint/'
@@ -21,16 +21,17 @@
 //! of `0, 1, 2, …` with probability 1/5, in order (one 8 KiB bitmap container per partition).
 
 use std::hint::black_box;
-use std::path::Path;
+
 use std::time::{Duration, Instant};
 
 mod common;
 use common::{SplitMix64, SEED};
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use scanledger::collect::{now_ms, PageLog, Raise};
-use scanledger::digest;
-use scanledger::{Contract, Item, Page, Reconciler, RunId, RunSink, Step, Store, StoreOptions};
+use scanledger::{
+    now_ms, Contract, Delta, Item, Page, Raise, Reconciler, RunId, RunWriter, Step, Store,
+    StoreOptions,
+};
 
 /// IDs per page, as the targets are stated.
 const IDS_PER_PAGE: usize = 1_000;
@@ -105,65 +106,64 @@ impl PageGen {
     }
 }
 
-/// One open run being ingested: the store, the run and its reconciler.
-struct Ingest {
-    store: Store,
-    run: RunId,
+/// One open run being ingested: its writer and its reconciler.
+struct Ingest<'s> {
+    writer: RunWriter<'s>,
     rec: Reconciler,
 }
 
-impl Ingest {
-    fn begin(path: &Path, options: StoreOptions) -> Ingest {
-        let mut store = Store::open(path, options).expect("bench store opens");
+impl<'s> Ingest<'s> {
+    fn begin(store: &'s mut Store) -> Ingest<'s> {
         let contract = Contract::new("bench");
-        let mut rec = Reconciler::new(&contract);
-        let run = store
-            .begin(&contract, None, now_ms(), &mut rec)
-            .expect("bench run begins");
-        Ingest { store, run, rec }
+        let rec = Reconciler::new(&contract);
+        let (writer, _) = store.begin(&contract, now_ms()).expect("bench run begins");
+        Ingest { writer, rec }
     }
 
-    /// Observes a page (untimed by `ingest_timed`) and returns its page-log entry.
-    fn observe(&mut self, page: &Page) -> PageLog {
-        let step = self.rec.observe(page);
-        assert!(
-            matches!(step, Step::Continue(_)),
-            "the bench traversal must not stop: {step:?}"
-        );
-        PageLog {
-            page_idx: self.rec.progress().pages_observed,
-            cursor_hash: digest::cursor_hash(page.next.as_deref()),
-            n_items: page.items.len() as u32,
-            size_bytes: page.size_bytes,
-            at_ms: now_ms(),
+    /// Reopens a stored run as `resume` does.
+    fn resume(store: &'s mut Store, run: RunId) -> Ingest<'s> {
+        let (writer, loaded) = store
+            .resume(run, &Raise::default())
+            .expect("the large run resumes");
+        Ingest {
+            writer,
+            rec: loaded.reconciler,
         }
     }
 
-    fn checkpoint(&mut self, log: &PageLog) {
-        self.store
-            .checkpoint(self.run, &mut self.rec, Some(log))
+    /// Observes a page (untimed by `checkpoint_timed`) and returns what it changed.
+    fn observe(&mut self, page: &Page) -> Delta {
+        let seen = self.rec.observe(page);
+        assert!(
+            matches!(seen.step, Step::Continue(_)),
+            "the bench traversal must not stop: {:?}",
+            seen.step
+        );
+        seen.delta
+    }
+
+    fn checkpoint(&mut self, delta: Delta) {
+        self.writer
+            .checkpoint(&self.rec, delta)
             .expect("bench checkpoint commits");
     }
 
     fn ingest(&mut self, page: &Page) {
-        let log = self.observe(page);
-        self.checkpoint(&log);
+        let delta = self.observe(page);
+        self.checkpoint(delta);
     }
 
     /// Observes a page untimed, then returns the time its checkpoint took.
     fn checkpoint_timed(&mut self, page: &Page) -> Duration {
-        let log = self.observe(page);
+        let delta = self.observe(page);
         let start = Instant::now();
-        self.checkpoint(&log);
+        self.checkpoint(delta);
         start.elapsed()
     }
 }
 
 fn options(checkpoint_every_pages: u32) -> StoreOptions {
-    StoreOptions {
-        checkpoint_every_pages,
-        ..StoreOptions::default()
-    }
+    StoreOptions::new().checkpoint_every(checkpoint_every_pages)
 }
 
 /// Durable ingest throughput: observe + checkpoint, ten 1,000-ID pages per iteration.
@@ -177,11 +177,10 @@ fn ingest(c: &mut Criterion) {
     for (every, exclusive) in [(1u32, false), (1, true), (10, false)] {
         for shape in [Shape::Dense, Shape::Density20] {
             let dir = tempfile::tempdir().expect("tempdir");
-            let opts = StoreOptions {
-                exclusive,
-                ..options(every)
-            };
-            let mut ing = Ingest::begin(&dir.path().join("ingest.redb"), opts);
+            let opts = options(every).exclusive(exclusive);
+            let mut store =
+                Store::open(&dir.path().join("ingest.redb"), opts).expect("bench store opens");
+            let mut ing = Ingest::begin(&mut store);
             let mut gen = PageGen::new(shape);
             let op = if exclusive {
                 format!("checkpoint_every_{every}_exclusive")
@@ -218,15 +217,19 @@ fn build_large_run(shape: Shape) -> LargeRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("large.redb");
     let start = Instant::now();
-    let mut ing = Ingest::begin(&path, options(LARGE_RUN_CHECKPOINT_EVERY));
+    let mut store =
+        Store::open(&path, options(LARGE_RUN_CHECKPOINT_EVERY)).expect("bench store opens");
+    let mut ing = Ingest::begin(&mut store);
     let mut gen = PageGen::new(shape);
     for _ in 0..LARGE_RUN_PAGES {
         let page = gen.page();
         ing.ingest(&page);
     }
-    let run = ing.run;
+    ing.writer.commit(&ing.rec).expect("the large run commits");
+    let run = ing.writer.run();
     let n_ids = ing.rec.ids().len();
     drop(ing);
+    drop(store);
     let bytes = std::fs::metadata(&path).expect("store file").len();
     eprintln!(
         "store size, {}: {n_ids} IDs over {} partitions, {bytes} bytes, {:.4} bytes/ID \
@@ -253,26 +256,19 @@ fn resume(c: &mut Criterion, large: &[LargeRun]) {
     group.throughput(Throughput::Elements(LARGE_RUN_PAGES * IDS_PER_PAGE as u64));
     for l in large {
         let dataset = format!("{}_10M", l.gen.shape.name());
-        let store = Store::open(&l.path, StoreOptions::default()).expect("large store opens");
-        group.bench_function(BenchmarkId::new("prepare_resume", &dataset), |b| {
+        let mut store = Store::open(&l.path, StoreOptions::new()).expect("large store opens");
+        group.bench_function(BenchmarkId::new("resume", &dataset), |b| {
             b.iter(|| {
-                let loaded = store
-                    .prepare_resume(black_box(l.run), &Raise::default())
-                    .expect("the large run resumes");
-                assert_eq!(
-                    loaded.reconciler.ids().len(),
-                    LARGE_RUN_PAGES * IDS_PER_PAGE as u64
-                );
-                loaded
+                let ing = Ingest::resume(&mut store, black_box(l.run));
+                assert_eq!(ing.rec.ids().len(), LARGE_RUN_PAGES * IDS_PER_PAGE as u64);
             });
         });
         drop(store);
-        group.bench_function(BenchmarkId::new("open_prepare_resume", &dataset), |b| {
+        group.bench_function(BenchmarkId::new("open_resume", &dataset), |b| {
             b.iter(|| {
-                let store = Store::open(&l.path, StoreOptions::default()).expect("store opens");
-                store
-                    .prepare_resume(black_box(l.run), &Raise::default())
-                    .expect("the large run resumes")
+                let mut store = Store::open(&l.path, StoreOptions::new()).expect("store opens");
+                let ing = Ingest::resume(&mut store, black_box(l.run));
+                black_box(ing.rec.ids().len())
             });
         });
     }
@@ -288,20 +284,25 @@ fn checkpoint_vs_size(c: &mut Criterion, large: LargeRun) {
     group.measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Elements(IDS_PER_PAGE as u64));
 
+    // A fresh store every `EMPTY_RUN_PAGES_MAX` pages keeps the baseline run small. Each
+    // writer borrows its store for good, so the small stores are leaked (a few, for a bench).
     let dir = tempfile::tempdir().expect("tempdir");
     let mut n_stores = 0u64;
-    let mut fresh = || {
+    let mut fresh = || -> Ingest<'static> {
         n_stores += 1;
         let path = dir.path().join(format!("small-{n_stores}.redb"));
-        (Ingest::begin(&path, options(1)), PageGen::new(Shape::Dense))
+        let store: &'static mut Store =
+            Box::leak(Box::new(Store::open(&path, options(1)).expect("store")));
+        Ingest::begin(store)
     };
-    let (mut ing, mut gen) = fresh();
+    let mut ing = fresh();
+    let mut gen = PageGen::new(Shape::Dense);
     group.bench_function(BenchmarkId::new("per_page", "empty_run"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 if gen.pages_made >= EMPTY_RUN_PAGES_MAX {
-                    drop(std::mem::replace(&mut ing, fresh().0));
+                    ing = fresh();
                     gen = PageGen::new(Shape::Dense);
                 }
                 let page = gen.page();
@@ -319,15 +320,8 @@ fn checkpoint_vs_size(c: &mut Criterion, large: LargeRun) {
         run,
         mut gen,
     } = large;
-    let store = Store::open(&path, options(1)).expect("large store opens");
-    let loaded = store
-        .prepare_resume(run, &Raise::default())
-        .expect("the large run resumes");
-    let mut ing = Ingest {
-        store,
-        run,
-        rec: loaded.reconciler,
-    };
+    let mut store = Store::open(&path, options(1)).expect("large store opens");
+    let mut ing = Ingest::resume(&mut store, run);
     let dataset = format!("{}_10M_run", gen.shape.name());
     group.bench_function(BenchmarkId::new("per_page", dataset), |b| {
         b.iter_custom(|iters| {

@@ -14,8 +14,10 @@ one the program runs.
 
 Text exports: one ID per line; `int` IDs are decimal numbers, `prefixed` IDs are a prefix and
 decimal digits without leading zeros (the prefix is taken as everything before the trailing
-digits unless --prefix says otherwise). `string`-codec IDs have no number in their text form:
-export those with --format roaring.
+digits unless --prefix says otherwise), `string` IDs are the inside of a JSON string literal.
+`--format jsonl` reads one JSON value per line. The receipt's `id_codec` says which tree to
+build: for the `string` codec the tree is over the digests of the strings themselves
+(docs/FORMAT.md "String IDs"), so a roaring export (of interned numbers) cannot check it.
 
 Exit status: 0 every recomputed value matches the receipt, 4 a value differs, 2 unusable input.
 """
@@ -49,25 +51,57 @@ DIGITS = re.compile(r"0|[1-9][0-9]*")
 def read_text(path, prefix=None):
     """IDs of a text export, in file order. Without `prefix`, the prefix is learned from the
     first line as everything before its trailing digits (the codec's own rule)."""
+    with open(path, "r", encoding="utf-8") as f:
+        return read_text_lines((line.rstrip("\n") for line in f), prefix, path)
+
+
+def read_text_lines(lines, prefix, path):
+    """Numbers of int or prefixed IDs given as text lines."""
     ids = []
+    for line_no, line in enumerate(lines, 1):
+        if prefix is None:
+            prefix = line.rstrip("0123456789")
+        if not line.startswith(prefix):
+            raise Unusable(f"{path}:{line_no}: {line[:40]!r} lacks the prefix {prefix!r}")
+        digits = line[len(prefix):]
+        if not DIGITS.fullmatch(digits):
+            raise Unusable(
+                f"{path}:{line_no}: {line[:40]!r} is not an int or prefixed ID without "
+                "leading zeros"
+            )
+        value = int(digits)
+        if value >= 1 << 64:
+            raise Unusable(f"{path}:{line_no}: {line[:40]!r} does not fit 64 bits")
+        ids.append(value)
+    return ids
+
+
+def read_strings(path, jsonl):
+    """String IDs of a text (JSON-literal insides) or JSON Lines export, in file order."""
+    out = []
+    with open(path, "r", encoding="utf-8", newline="\n") as f:
+        for line_no, line in enumerate(f, 1):
+            line = line[:-1] if line.endswith("\n") else line
+            try:
+                value = json.loads(line if jsonl else '"' + line + '"')
+            except ValueError as e:
+                raise Unusable(f"{path}:{line_no}: not a string ID: {e}") from None
+            if not isinstance(value, str):
+                raise Unusable(f"{path}:{line_no}: not a string ID")
+            out.append(value)
+    return out
+
+
+def read_jsonl_numbers(path):
+    """IDs of a JSON Lines export of an `int` run."""
+    out = []
     with open(path, "r", encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if prefix is None:
-                prefix = line.rstrip("0123456789")
-            if not line.startswith(prefix):
-                raise Unusable(f"{path}:{line_no}: {line[:40]!r} lacks the prefix {prefix!r}")
-            digits = line[len(prefix):]
-            if not DIGITS.fullmatch(digits):
-                raise Unusable(
-                    f"{path}:{line_no}: {line[:40]!r} is not an int or prefixed ID without "
-                    "leading zeros (string-codec runs: export with --format roaring)"
-                )
-            value = int(digits)
-            if value >= 1 << 64:
-                raise Unusable(f"{path}:{line_no}: {line[:40]!r} does not fit 64 bits")
-            ids.append(value)
-    return ids
+            value = json.loads(line)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 64:
+                raise Unusable(f"{path}:{line_no}: not an int ID")
+            out.append(value)
+    return out
 
 
 def read_roaring(path):
@@ -166,6 +200,23 @@ def merkle_root(leaves):
     return sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:]))
 
 
+STRING_ID_DOMAIN = b"scanledger:string-id:v1"
+
+
+def string_tree(strings):
+    """{bucket: sorted digests} of a set of string IDs: digest = SHA-256(domain || UTF-8),
+    bucket = its first two bytes, big-endian."""
+    buckets = {}
+    for s in strings:
+        d = sha256(STRING_ID_DOMAIN + s.encode("utf-8"))
+        buckets.setdefault((d[0] << 8) | d[1], set()).add(d)
+    return {b: sorted(ds) for b, ds in sorted(buckets.items())}
+
+
+def string_leaf_hash(bucket, digests):
+    return sha256(b"\x00" + struct.pack("<QQ", bucket, len(digests)) + b"".join(digests))
+
+
 def display(h):
     return "sha256:" + h.hex()
 
@@ -176,7 +227,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("receipt", help="the receipt, as `scanledger --json receipt RUN` prints it")
     ap.add_argument("ids", help="the run's IDs, as `scanledger export RUN` writes them")
-    ap.add_argument("--format", choices=["text", "roaring"], default="text")
+    ap.add_argument("--format", choices=["text", "jsonl", "roaring"], default="text")
     ap.add_argument("--prefix", help="the prefixed codec's prefix (when it ends in a digit)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     args = ap.parse_args(argv)
@@ -185,18 +236,35 @@ def main(argv):
             receipt = json.load(f)
         if not isinstance(receipt, dict):
             raise Unusable(f"{args.receipt}: not a receipt (a JSON object)")
-        for key in ("run_id", "unique_ids_observed", "partitions", "merkle_root"):
+        for key in ("run_id", "unique_ids_observed", "partitions", "merkle_root", "id_codec"):
             if key not in receipt:
                 raise Unusable(f"{args.receipt}: not a receipt: no {key!r}")
-        ids = read_roaring(args.ids) if args.format == "roaring" else read_text(args.ids, args.prefix)
+        strings = receipt["id_codec"] == "string"
+        if strings and args.format == "roaring":
+            raise Unusable("a string-codec run's root is over its strings: export with --format text or jsonl")
+        if strings:
+            ids = read_strings(args.ids, args.format == "jsonl")
+        elif args.format == "roaring":
+            ids = read_roaring(args.ids)
+        elif args.format == "jsonl" and receipt["id_codec"] == "int":
+            ids = read_jsonl_numbers(args.ids)
+        elif args.format == "jsonl":
+            ids = read_text_lines(read_strings(args.ids, True), args.prefix, args.ids)
+        else:
+            ids = read_text(args.ids, args.prefix)
     except (OSError, ValueError, Unusable) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    parts = partitions_of(ids)
-    unique = sum(len(lows) for lows in parts.values())
+    if strings:
+        parts = string_tree(ids)
+        leaves = [string_leaf_hash(b, ds) for b, ds in parts.items()]
+    else:
+        parts = partitions_of(ids)
+        leaves = [leaf_hash(p, lows) for p, lows in parts.items()]
+    unique = sum(len(members) for members in parts.values())
     duplicates = len(ids) - unique
-    root = display(merkle_root([leaf_hash(p, lows) for p, lows in parts.items()]))
+    root = display(merkle_root(leaves))
     recomputed = {
         "unique_ids_observed": unique,
         "partitions": len(parts),

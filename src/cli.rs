@@ -9,21 +9,18 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use crate::collect::{self, PageLog, Raise, RunSink};
-use crate::contract::Contract;
-use crate::error::{Error, StoreError};
-use crate::receipt::{Receipt, RunId};
-use crate::reconcile::Reconciler;
-use crate::source::AnySource;
-use crate::store::{Store, StoreOptions};
+use scanledger::{
+    AnySource, Contract, Delta, Error, OpenError, Raise, Receipt, Reconciler, RunId, RunLog,
+    RunWriter, Store, StoreOptions,
+};
 
 mod evidence;
-pub use evidence::ExportFormat;
+mod report;
 
 /// scanledger: scan paginated sources durably and prove (or refuse to prove) completeness.
 #[derive(Debug, Parser)]
 #[command(name = "scanledger", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The store file.
     #[arg(long, global = true, default_value = "./scanledger.redb")]
     pub store: PathBuf,
@@ -37,7 +34,7 @@ pub struct Cli {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a scan under a contract and print its receipt.
     Scan {
         /// The contract file (JSON, SPEC §8).
@@ -115,6 +112,19 @@ pub enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Write a run's review packet: one self-contained HTML file (verdict, receipt, coverage
+    /// map, violations by page, labels; with --against, what differs from a reference run).
+    /// Exits with the run's status (0, 3, 4) after writing the file.
+    Report {
+        /// The run (run-N or N).
+        run: RunId,
+        /// A reference run of the same (source, tenant) to compare with.
+        #[arg(long)]
+        against: Option<RunId>,
+        /// The HTML file to write [default: report-run-N.html in the current directory].
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
     /// Serve a recorded run's IDs in order, a page at a time, with bound page tokens (JSON).
     Page {
         /// The run (run-N or N).
@@ -126,14 +136,14 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         size: u32,
         /// Lifetime of the token handed out, in seconds.
-        #[arg(long, default_value_t = crate::token::TOKEN_TTL_SECONDS_DEFAULT)]
+        #[arg(long, default_value_t = scanledger::token::TOKEN_TTL_SECONDS_DEFAULT)]
         ttl_seconds: u64,
     },
 }
 
 /// Options of the commands that write.
 #[derive(Debug, clap::Args)]
-pub struct WriteOpts {
+pub(crate) struct WriteOpts {
     /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every page.
     #[arg(long, default_value_t = 1)]
     pub checkpoint_every: u32,
@@ -154,11 +164,10 @@ pub struct WriteOpts {
 
 impl WriteOpts {
     fn store_options(&self) -> StoreOptions {
-        StoreOptions {
-            keep_cursors: !self.no_keep_cursors,
-            checkpoint_every_pages: self.checkpoint_every.max(1),
-            exclusive: self.exclusive,
-        }
+        StoreOptions::new()
+            .keep_cursors(!self.no_keep_cursors)
+            .checkpoint_every(self.checkpoint_every)
+            .exclusive(self.exclusive)
     }
 }
 
@@ -166,7 +175,7 @@ impl WriteOpts {
 ///
 /// # Errors
 /// Input, source and store errors.
-pub fn run(cli: Cli) -> Result<i32, Error> {
+pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Scan {
             contract,
@@ -178,10 +187,23 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             let mut source = AnySource::open(&source)?;
             let mut store = Store::open(&cli.store, write.store_options())?;
             store.record_source(&source_spec);
-            let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
-            let done = runtime()?.block_on(collect::scan(&contract, &mut source, &mut sink))?;
-            print_receipt(&done.receipt(), cli.json)?;
-            Ok(done.exit_code())
+            let started = scanledger::now_ms();
+            let mut rec = Reconciler::new(&contract);
+            let (writer, interner) = store.begin(&contract, started)?;
+            if let Some(interner) = interner {
+                rec.set_interner(interner);
+            }
+            let log = ProgressLog::new(writer, write.progress, write.ack_pages);
+            let done = runtime()?.block_on(scanledger::scan_with(
+                &contract,
+                rec,
+                log,
+                started,
+                &mut source,
+            ))?;
+            let receipt = done.receipt();
+            print_receipt(&receipt, cli.json)?;
+            Ok(receipt_exit(&receipt))
         }
         Command::Resume {
             run,
@@ -192,6 +214,12 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             deadline_seconds,
             write,
         } => {
+            if deadline_seconds.is_some_and(|s| s > scanledger::DEADLINE_SECONDS_MAX) {
+                return Err(Error::Usage(format!(
+                    "--deadline-seconds: at most {} seconds",
+                    scanledger::DEADLINE_SECONDS_MAX
+                )));
+            }
             let mut store = Store::open(&cli.store, write.store_options())?;
             let raise = Raise {
                 max_pages,
@@ -199,8 +227,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
                 max_bytes,
                 deadline_seconds,
             };
-            let loaded = store.prepare_resume(run, &raise)?;
-            let spec = match source.or_else(|| loaded.source_spec.clone()) {
+            let recorded = store.read()?.header(run)?.source_spec;
+            let spec = match source.or(recorded) {
                 Some(spec) => spec,
                 None => {
                     return Err(Error::Usage(format!(
@@ -210,30 +238,46 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             };
             let mut source = AnySource::open(&spec)?;
             store.record_source(&recordable(&spec));
-            let mut sink = ProgressSink::new(&mut store, write.progress, write.ack_pages);
-            let done = runtime()?.block_on(collect::resume(
-                loaded.contract,
-                loaded.meta,
-                loaded.reconciler,
-                &mut source,
-                &mut sink,
+            let (writer, loaded) = store.resume(run, &raise)?;
+            let log = ProgressLog::new(writer, write.progress, write.ack_pages);
+            let done = runtime()?.block_on(scanledger::resume_with(
+                loaded,
+                log,
                 deadline_seconds,
+                &mut source,
             ))?;
-            print_receipt(&done.receipt(), cli.json)?;
-            Ok(done.exit_code())
+            let receipt = done.receipt();
+            print_receipt(&receipt, cli.json)?;
+            Ok(receipt_exit(&receipt))
         }
         Command::Runs => {
             let store = Store::open_read(&cli.store)?;
-            let runs = store.runs()?;
+            let runs = store.read()?.runs()?;
             if cli.json {
-                emit(&serde_json::json!({ "runs": runs }).to_string())?;
+                let rows: Vec<serde_json::Value> = runs
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "run_id": r.run_id.to_string(),
+                            "source": r.source,
+                            "tenant": r.tenant,
+                            "state": r.state.as_str(),
+                            "coverage_status": r.coverage_status,
+                            "pages_observed": r.pages_observed,
+                            "unique_ids_observed": r.unique_ids_observed,
+                            "started_at": r.started_at,
+                            "finished_at": r.finished_at,
+                        })
+                    })
+                    .collect();
+                emit(&serde_json::json!({ "runs": rows }).to_string())?;
             } else {
                 let mut out = String::from("RUN          STATE        STATUS    PAGES    UNIQUE IDS  SOURCE/TENANT          STARTED\n");
                 for r in &runs {
                     out.push_str(&format!(
                         "{:<12} {:<12} {:<9} {:>5} {:>13}  {:<22} {}\n",
-                        r.run_id,
-                        r.state,
+                        r.run_id.to_string(),
+                        r.state.as_str(),
                         r.coverage_status.as_str(),
                         r.pages_observed,
                         r.unique_ids_observed,
@@ -247,9 +291,9 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         }
         Command::Receipt { run } => {
             let store = Store::open_read(&cli.store)?;
-            let receipt = store.receipt(run)?;
+            let receipt = store.read()?.receipt(run)?;
             print_receipt(&receipt, cli.json)?;
-            Ok(receipt.exit_code())
+            Ok(receipt_exit(&receipt))
         }
         Command::Verify { receipt_file } => evidence::verify(&cli.store, &receipt_file, cli.json),
         Command::Diff { old, new } => evidence::diff(&cli.store, old, new, cli.json),
@@ -263,6 +307,11 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             format,
             output,
         } => evidence::export(&cli.store, run, format, output.as_deref()),
+        Command::Report {
+            run,
+            against,
+            output,
+        } => report::report(&cli.store, run, against, output.as_deref(), cli.json),
         Command::Page {
             run,
             token,
@@ -299,19 +348,19 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 ///
 /// # Errors
 /// `Error::Io` when unreadable, `Error::Contract` naming the key.
-pub fn read_contract(path: &Path) -> Result<Contract, Error> {
+pub(crate) fn read_contract(path: &Path) -> Result<Contract, Error> {
     let len = std::fs::metadata(path)
         .map_err(|e| Error::Io {
             path: path.to_owned(),
             source: e,
         })?
         .len();
-    if len > crate::contract::CONTRACT_BYTES_MAX as u64 {
+    if len > scanledger::CONTRACT_BYTES_MAX as u64 {
         return Err(Error::Contract {
             path: path.to_owned(),
-            source: crate::error::ContractError::TooLarge {
+            source: scanledger::ContractError::TooLarge {
                 len_bytes: usize::try_from(len).unwrap_or(usize::MAX),
-                max_bytes: crate::contract::CONTRACT_BYTES_MAX,
+                max_bytes: scanledger::CONTRACT_BYTES_MAX,
             },
         });
     }
@@ -346,18 +395,22 @@ fn emit(text: &str) -> Result<(), Error> {
     }
 }
 
-/// A sink that forwards to the store and prints a progress line every few seconds.
-struct ProgressSink<'a> {
-    store: &'a mut Store,
+/// The run's writer, printing a progress line every few seconds and, for the crash tests,
+/// `ack run-N page P` after every committed checkpoint.
+struct ProgressLog<'s> {
+    writer: RunWriter<'s>,
     enabled: bool,
     ack: bool,
     last: std::time::Instant,
 }
 
-impl<'a> ProgressSink<'a> {
-    fn new(store: &'a mut Store, enabled: bool, ack: bool) -> ProgressSink<'a> {
-        ProgressSink {
-            store,
+impl<'s> ProgressLog<'s> {
+    fn new(writer: RunWriter<'s>, enabled: bool, ack: bool) -> ProgressLog<'s> {
+        if enabled {
+            eprintln!("{}: started", writer.run());
+        }
+        ProgressLog {
+            writer,
             enabled,
             ack,
             last: std::time::Instant::now(),
@@ -365,39 +418,24 @@ impl<'a> ProgressSink<'a> {
     }
 }
 
-impl RunSink for ProgressSink<'_> {
-    fn begin(
-        &mut self,
-        contract: &Contract,
-        restarted_from: Option<RunId>,
-        started_at_ms: u64,
-        rec: &mut Reconciler,
-    ) -> Result<RunId, Error> {
-        let run = self
-            .store
-            .begin(contract, restarted_from, started_at_ms, rec)?;
-        if self.enabled {
-            eprintln!("{run}: started ({})", contract.scope.source);
-        }
-        Ok(run)
+impl RunLog for ProgressLog<'_> {
+    fn run(&self) -> RunId {
+        self.writer.run()
     }
-    fn checkpoint(
-        &mut self,
-        run: RunId,
-        rec: &mut Reconciler,
-        page: Option<&PageLog>,
-    ) -> Result<(), Error> {
-        self.store.checkpoint(run, rec, page)?;
-        if self.ack && self.store.pending_pages() == 0 {
+    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
+        let page = delta.page.as_ref().map(|p| p.page_idx);
+        self.writer.checkpoint(rec, delta)?;
+        if self.ack && self.writer.pending_pages() == 0 {
             if let Some(p) = page {
-                eprintln!("ack {run} page {}", p.page_idx);
+                eprintln!("ack {} page {p}", self.writer.run());
             }
         }
         if self.enabled && self.last.elapsed().as_secs() >= 2 {
             self.last = std::time::Instant::now();
             let p = rec.progress();
             eprintln!(
-                "{run}: {} pages, {} records, {} unique IDs",
+                "{}: {} pages, {} records, {} unique IDs",
+                self.writer.run(),
                 p.pages_observed,
                 p.records_observed,
                 rec.ids().len()
@@ -405,32 +443,54 @@ impl RunSink for ProgressSink<'_> {
         }
         Ok(())
     }
-    fn finish(&mut self, run: RunId, rec: &mut Reconciler, at: u64) -> Result<(), Error> {
-        self.store.finish(run, rec, at)
+    fn set_server_count(&mut self, n: u64) {
+        self.writer.set_server_count(n);
     }
-    fn supersede(&mut self, old: RunId, new: RunId) -> Result<(), Error> {
+    fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
+        Ok(self.writer.finish(rec, at)?)
+    }
+    fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
+        let old = self.writer.run();
+        let writer = self.writer.restart(rec, contract, at)?;
         if self.enabled {
-            eprintln!("{old}: superseded by {new} (restart)");
+            eprintln!("{old}: superseded by {} (restart)", writer.run());
         }
-        self.store.supersede(old, new)
-    }
-    fn server_count(&mut self, run: RunId, n: u64) -> Result<(), Error> {
-        self.store.server_count(run, n)
+        Ok(ProgressLog {
+            writer,
+            enabled: self.enabled,
+            ack: self.ack,
+            last: self.last,
+        })
     }
 }
 
-/// Maps an error to its exit code: 2 for input, 1 for internal failures.
+/// The exit code of a status: 0 verified, 3 unknown, 4 failed.
+pub(crate) fn status_exit(s: scanledger::Status) -> i32 {
+    match s {
+        scanledger::Status::Verified => 0,
+        scanledger::Status::Unknown => 3,
+        scanledger::Status::Failed => 4,
+    }
+}
+
+/// The exit code of the run a receipt describes: its status's, except that a `count`-mode
+/// run that got its total (the question it asked) and found nothing wrong is answered (0),
+/// whatever its ID coverage.
+pub(crate) fn receipt_exit(r: &Receipt) -> i32 {
+    if r.count_total.is_some() && r.coverage_status != scanledger::Status::Failed {
+        return 0;
+    }
+    status_exit(r.coverage_status)
+}
+
+/// Maps an error to its exit code: 5 for a busy store, 2 for input, 1 for internal failures.
 #[must_use]
-pub fn exit_code_of(e: &Error) -> i32 {
-    if e.is_input_error() {
+pub(crate) fn exit_code_of(e: &Error) -> i32 {
+    if matches!(e, Error::Open(OpenError::Busy { .. })) {
+        5
+    } else if e.is_input_error() {
         2
     } else {
         1
     }
-}
-
-/// Whether an error is a store lock conflict (for callers that wait and retry).
-#[must_use]
-pub fn is_locked(e: &Error) -> bool {
-    matches!(e, Error::Store(StoreError::Locked { .. }))
 }

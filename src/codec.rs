@@ -78,7 +78,6 @@ fn shorten(s: &str) -> String {
 pub struct Interner {
     by_str: HashMap<String, u64>,
     by_id: Vec<String>,
-    persisted: usize,
 }
 
 impl Interner {
@@ -99,11 +98,9 @@ impl Interner {
                 return Err(i);
             }
         }
-        let persisted = strings.len();
         Ok(Interner {
             by_str,
             by_id: strings,
-            persisted,
         })
     }
 
@@ -145,17 +142,17 @@ impl Interner {
         self.by_id.is_empty()
     }
 
-    /// Strings interned since the last `mark_persisted`, with their IDs.
-    pub fn unpersisted(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
-        self.by_id[self.persisted..]
+    /// The strings with IDs `first` and above, with their IDs: what a page interned, when
+    /// `first` is the length before it.
+    #[must_use]
+    pub fn since(&self, first: usize) -> Vec<(u64, String)> {
+        self.by_id
+            .get(first..)
+            .unwrap_or_default()
             .iter()
-            .enumerate()
-            .map(move |(i, s)| ((self.persisted + i) as u64, s.as_str()))
-    }
-
-    /// Records that everything interned so far is durable.
-    pub fn mark_persisted(&mut self) {
-        self.persisted = self.by_id.len();
+            .zip(first..)
+            .map(|(s, i)| (i as u64, s.clone()))
+            .collect()
     }
 }
 

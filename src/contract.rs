@@ -500,8 +500,18 @@ fn parse_limits(v: &Value) -> Result<Limits, ContractError> {
         .as_object()
         .ok_or_else(|| bad("limits", "must be an object"))?;
     reject_unknown(obj, LIMIT_KEYS, "limits.")?;
-    if obj.get("max_pages").and_then(Value::as_u64) == Some(0) {
-        return Err(bad("limits.max_pages", "must be at least 1"));
+    // A zero budget could never let a traversal reach its end: refused, for every budget.
+    // (`retries: 0` is allowed: no retry.)
+    for key in [
+        "max_pages",
+        "max_records",
+        "max_bytes",
+        "deadline_seconds",
+        "page_timeout_ms",
+    ] {
+        if obj.get(key).and_then(Value::as_u64) == Some(0) {
+            return Err(bad(&format!("limits.{key}"), "must be at least 1"));
+        }
     }
     let max_pages = opt_u64(obj, "max_pages", u64::from(PAGES_PER_RUN_MAX))
         .map_err(prefix_limits)?
@@ -628,6 +638,21 @@ mod tests {
                 "{text}: {e:?}"
             );
         }
+        for key in [
+            "max_pages",
+            "max_records",
+            "max_bytes",
+            "deadline_seconds",
+            "page_timeout_ms",
+        ] {
+            let text = format!(r#"{{"source": "s", "limits": {{"{key}": 0}}}}"#);
+            let e = Contract::from_json(&text).err();
+            assert!(
+                matches!(&e, Some(ContractError::Invalid { key: k, .. }) if *k == format!("limits.{key}")),
+                "{key}: {e:?}"
+            );
+        }
+        assert!(Contract::from_json(r#"{"source": "s", "limits": {"retries": 0}}"#).is_ok());
         let e = Contract::from_json(r#"{"source": "s", "page_size": 5, "page_size": 9}"#).err();
         assert!(
             matches!(&e, Some(ContractError::Json { message, .. }) if message.contains("duplicate key \"page_size\"")),

@@ -356,3 +356,63 @@ pub fn merkle_root(set: &IdSet) -> Hash {
     let leaves = leaves(set);
     merkle_root_of_leaves(leaves.iter().map(|(_, h)| h))
 }
+
+/// Domain tag of a string ID's digest.
+pub const STRING_ID_DOMAIN: &[u8] = b"scanledger:string-id:v1";
+
+/// The digest of a string ID: `H("scanledger:string-id:v1" || UTF-8 bytes)`. The Merkle tree
+/// of a `string`-codec run is built over these, so its root is a function of the set of
+/// original strings alone, whatever IDs an interner gave them.
+#[must_use]
+pub fn string_id_digest(s: &str) -> Hash {
+    let mut h = Sha256::new();
+    h.update(STRING_ID_DOMAIN);
+    h.update(s.as_bytes());
+    h.finalize().into()
+}
+
+/// The bucket of a string ID's digest: its first two bytes, big-endian (0 to 65535). Buckets
+/// are the leaves of a `string`-codec run's Merkle tree.
+#[must_use]
+pub fn string_bucket(d: &Hash) -> u64 {
+    u64::from(u16::from_be_bytes([d[0], d[1]]))
+}
+
+/// The leaves of a set of string-ID digests, one per non-empty bucket, ascending: leaf =
+/// `H(0x00 || u64le bucket || u64le count || the bucket's digests, ascending)`. Sorts
+/// `digests` in place; the caller gives each string once.
+#[must_use]
+pub fn string_leaves(digests: &mut [Hash]) -> Vec<(u64, Hash)> {
+    digests.sort_unstable();
+    let mut out = Vec::new();
+    for group in digests.chunk_by(|a, b| a[..2] == b[..2]) {
+        let bucket = string_bucket(&group[0]);
+        let mut h = Sha256::new();
+        h.update([0u8]);
+        h.update(bucket.to_le_bytes());
+        h.update((group.len() as u64).to_le_bytes());
+        for d in group {
+            h.update(d);
+        }
+        out.push((bucket, h.finalize().into()));
+    }
+    out
+}
+
+/// The Merkle root of a set of strings given by their digests (see `string_leaves`), and the
+/// number of leaves.
+///
+/// ```
+/// use scanledger::digest::{string_id_digest, string_root};
+/// let mut a = vec![string_id_digest("b"), string_id_digest("a")];
+/// let mut b = vec![string_id_digest("a"), string_id_digest("b")];
+/// assert_eq!(string_root(&mut a), string_root(&mut b));
+/// ```
+#[must_use]
+pub fn string_root(digests: &mut [Hash]) -> (Hash, u64) {
+    let leaves = string_leaves(digests);
+    (
+        merkle_root_of_leaves(leaves.iter().map(|(_, h)| h)),
+        leaves.len() as u64,
+    )
+}

@@ -120,92 +120,6 @@ pub enum SourceError {
     },
 }
 
-/// A store that cannot be opened, read or written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The file is not a redb database, or redb found it damaged.
-    #[error("store {path} is corrupt or not a scanledger store: {detail}")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        detail: String,
-    },
-    /// A value in a table failed to decode.
-    #[error("store {path}: table {table} is corrupted for run {run}: {detail}")]
-    Corrupted {
-        /// The file.
-        path: PathBuf,
-        /// The table.
-        table: &'static str,
-        /// The run the value belongs to.
-        run: u64,
-        /// What failed.
-        detail: String,
-    },
-    /// A redb database that scanledger did not write.
-    #[error("store {path} is a database but not a scanledger store (no format record)")]
-    Foreign {
-        /// The file.
-        path: PathBuf,
-    },
-    /// Written by a newer scanledger.
-    #[error("store {path} has format version {found}; this build reads up to {supported}: upgrade scanledger")]
-    NewerFormat {
-        /// The file.
-        path: PathBuf,
-        /// The version in the file.
-        found: u32,
-        /// The newest this build reads.
-        supported: u32,
-    },
-    /// Another process holds the store open for writing.
-    #[error("store {path} is locked by another process")]
-    Locked {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The store file does not exist and the command does not create one.
-    #[error("store {path} does not exist")]
-    Missing {
-        /// The file.
-        path: PathBuf,
-    },
-    /// No run with this ID.
-    #[error("no run {run} in store {path}")]
-    UnknownRun {
-        /// The file.
-        path: PathBuf,
-        /// The run asked for.
-        run: u64,
-    },
-    /// A previous write failed; the store refuses writes until reopened.
-    #[error("store {path} refused a write after an earlier failed commit; reopen it")]
-    Poisoned {
-        /// The file.
-        path: PathBuf,
-    },
-    /// redb failed for another reason (disk full, IO error).
-    #[error("store {path}: {op} failed: {detail}")]
-    Backend {
-        /// The file.
-        path: PathBuf,
-        /// The operation.
-        op: &'static str,
-        /// redb's words.
-        detail: String,
-    },
-    /// The run cannot be resumed (finished, superseded, or its cursor was not kept).
-    #[error("run {run} cannot be resumed: {reason}")]
-    NotResumable {
-        /// The run.
-        run: u64,
-        /// Why.
-        reason: String,
-    },
-}
-
 /// Every error of the crate.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -222,9 +136,18 @@ pub enum Error {
     /// A source that cannot be set up or read.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// A store that cannot be used.
+    /// A store that cannot be opened.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Open(#[from] crate::store::OpenError),
+    /// A read of the store failed.
+    #[error(transparent)]
+    Read(#[from] crate::store::ReadError),
+    /// A write to the store failed, or a run cannot be resumed.
+    #[error(transparent)]
+    Write(#[from] crate::store::WriteError),
+    /// Two runs that cannot be diffed.
+    #[error(transparent)]
+    Diff(#[from] crate::evidence::DiffError),
     /// A command line or input file that cannot be used.
     #[error("{0}")]
     Usage(String),
@@ -245,9 +168,18 @@ impl Error {
     pub fn is_input_error(&self) -> bool {
         match self {
             Error::Contract { .. } | Error::Source(_) | Error::Usage(_) | Error::Io { .. } => true,
-            Error::Store(e) => {
-                !matches!(e, StoreError::Backend { .. } | StoreError::Poisoned { .. })
-            }
+            Error::Diff(e) => !matches!(
+                e,
+                crate::evidence::DiffError::Read(crate::store::ReadError::Io { .. })
+            ),
+            Error::Open(e) => !matches!(e, crate::store::OpenError::Io { .. }),
+            Error::Read(e) => !matches!(e, crate::store::ReadError::Io { .. }),
+            // A damaged file is bad input (the file given), like a damaged read; a failing disk
+            // or a failed commit is an internal failure.
+            Error::Write(e) => !matches!(
+                e,
+                crate::store::WriteError::Io { .. } | crate::store::WriteError::Poisoned { .. }
+            ),
         }
     }
 }

@@ -75,6 +75,15 @@ impl IdSet {
         self.len == 0
     }
 
+    /// The largest ID, if any.
+    #[must_use]
+    pub fn max(&self) -> Option<u64> {
+        self.parts
+            .iter()
+            .next_back()
+            .and_then(|(p, b)| b.max().map(|low| p << PARTITION_BITS | u64::from(low)))
+    }
+
     /// Number of non-empty partitions.
     #[must_use]
     pub fn partition_count(&self) -> usize {

@@ -1,50 +1,93 @@
 //! scanledger: an embedded scan store with snapshot-pinned traversal.
 //!
 //! A *scan* follows a paginated source page by page under a *contract* (scope, snapshot,
-//! budgets, end signal, policies). The pure `reconcile` core applies the rules R1-R16 of the
-//! SPEC to every page; the store checkpoints each page atomically in a redb file; the result
-//! is a completeness *receipt* whose status is `verified`, `unknown` or `failed`. A first page
-//! never passes for the whole collection.
+//! budgets, end signal, policies). The pure reconciliation core applies the rules R1-R16 (see
+//! docs/REFERENCE.md) to every page; the store checkpoints each page atomically in one redb
+//! file; the result is a completeness *receipt* whose status is `verified`, `unknown` or
+//! `failed`. A first page never passes for the whole collection.
+//!
+//! The all-or-fail read, in memory:
 //!
 //! ```
-//! use scanledger::{collect, Contract, SimConfig, SimSource, Status};
+//! use scanledger::{collect, Contract, RawId, SimConfig, SimSource, Status};
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
 //! let mut source = SimSource::new(SimConfig { records: 1_000, ..SimConfig::default() });
-//! let inventory = rt.block_on(collect::collect(&Contract::new("customers"), &mut source)).unwrap();
-//! assert_eq!(inventory.receipt.coverage_status, Status::Verified);
-//! assert_eq!(inventory.ids.len(), 1_000);
+//! let inventory = rt.block_on(collect(&Contract::new("customers"), &mut source)).unwrap();
+//! assert_eq!(inventory.receipt().coverage_status, Status::Verified);
+//! assert_eq!(inventory.ids().count(), 1_000);
+//! ```
+//!
+//! The durable path: a scan recorded in a store, its receipt read back and verified.
+//!
+//! ```
+//! use scanledger::{scan, verify_receipt, Contract, SimConfig, SimSource, Store, StoreOptions};
+//! # let dir = std::env::temp_dir().join(format!("sl-doc-lib-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let mut store = Store::open(&dir.join("scans.redb"), StoreOptions::new()).unwrap();
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+//! let mut source = SimSource::new(SimConfig { records: 5_000, ..SimConfig::default() });
+//! let done = rt.block_on(scan(&Contract::new("customers"), &mut source, &mut store)).unwrap();
+//! let snapshot = store.read().unwrap();
+//! let receipt = snapshot.receipt(done.meta.run_id).unwrap();
+//! assert!(verify_receipt(&snapshot, &receipt).unwrap().is_empty());
+//! # drop(snapshot); drop(store); std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-#[doc(hidden)]
-pub mod cli;
-pub mod codec;
-pub mod collect;
+mod codec;
+mod collect;
 pub mod content;
-pub mod contract;
-pub mod diff;
+mod contract;
 pub mod digest;
 mod error;
-pub mod idset;
+mod evidence;
+mod idset;
 pub mod json;
-pub mod receipt;
-pub mod reconcile;
-pub mod source;
-pub mod store;
+mod receipt;
+mod reconcile;
+mod report;
+mod source;
+mod store;
 pub mod token;
-pub mod verify;
 
-pub use codec::{CodecError, IdCodec, Interner};
-pub use collect::{IncompleteRead, Inventory, MemorySink, RunSink, ScanResult};
+pub use token::TokenError;
+
+pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
+pub use collect::{
+    collect, now_ms, resume, resume_with, scan, scan_with, IncompleteRead, Inventory, MemoryLog,
+    RunLog, ScanResult,
+};
 pub use contract::{
     Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, Limits, Mode, Page, RawId, Scope,
-    SnapshotPolicy,
+    SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX, DEADLINE_SECONDS_MAX, FETCH_ATTEMPTS_MAX,
+    ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX, LABEL_LEN_MAX,
+    PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT, PAGE_TIMEOUT_MS_DEFAULT,
+    PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT, VIOLATIONS_KEPT_MAX,
 };
-pub use diff::Diff;
-pub use error::{ContractError, Error, Result, SourceError, StoreError};
-pub use idset::IdSet;
-pub use receipt::{Receipt, RunId, RunMeta};
-pub use reconcile::{Limit, Progress, Reconciler, Request, Status, Step, Violation, ViolationKind};
-pub use source::{AnySource, FetchError, PageRequest, PageSource, SimConfig, SimSource};
-pub use store::{RunDiff, RunHeader, Store, StoreOptions};
-pub use token::TokenError;
-pub use verify::Mismatch;
+pub use error::{ContractError, Error, Result, SourceError};
+pub use evidence::{
+    comparable_of, diff, diff_runs, verify, verify_receipt, Diff, DiffError, FoundIn, Mismatch,
+    NotComparable, RangeList, Renderer, RunDiff,
+};
+pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
+pub use receipt::{
+    merkle_root_of, rfc3339, terminal_safe, LabelSummary, Ranges, Receipt, ReceiptError, RunId,
+    RunMeta, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS,
+};
+pub use reconcile::{
+    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler,
+    Request, Status, Step, Violation, ViolationKind,
+};
+pub use report::{
+    gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
+    ReportInput,
+};
+pub use source::{
+    AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
+};
+#[cfg(feature = "mysql")]
+pub use source::{MysqlConfig, MysqlSource};
+pub use store::{
+    inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
+    RunSummary, RunWriter, ScopeKey, Snapshot, Store, StoreOptions, WriteError, FORMAT_VERSION,
+    TOKEN_KEY_LEN,
+};

@@ -3,16 +3,18 @@
 
 use clap::Parser;
 
+mod cli;
+
 fn main() {
     // Panics that the store catches and reports as a corrupt file stay quiet; any other panic
     // is a bug and prints as usual.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !scanledger::store::inside_guard() {
+        if !scanledger::inside_engine_call() {
             default_hook(info);
         }
     }));
-    let cli = match scanledger::cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -20,7 +22,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let code = match scanledger::cli::run(cli) {
+    let code = match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
             let mut msg = format!("error: {e}");
@@ -30,7 +32,7 @@ fn main() {
                 cause = c.source();
             }
             eprintln!("{msg}");
-            scanledger::cli::exit_code_of(&e)
+            cli::exit_code_of(&e)
         }
     };
     std::process::exit(code);

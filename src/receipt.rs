@@ -15,7 +15,7 @@ use crate::idset::IdSet;
 use crate::reconcile::{Reconciler, Status, Violation};
 
 /// Version of the receipt format this build writes.
-pub const RECEIPT_FORMAT_VERSION: u32 = 1;
+pub const RECEIPT_FORMAT_VERSION: u32 = 2;
 /// ID ranges listed per label, per diff side, per missing list before "and N more".
 pub const RANGES_SHOWN_MAX: usize = 32;
 /// ID ranges the readable layout prints per line (the JSON has up to `RANGES_SHOWN_MAX`).
@@ -63,6 +63,7 @@ pub struct RunMeta {
 
 /// ID ranges of a set in their original form, capped, with the total.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Ranges {
     /// `"FIRST..LAST"` strings, the first `RANGES_SHOWN_MAX`.
     pub ranges: Vec<String>,
@@ -91,12 +92,14 @@ impl Ranges {
 
 /// One label's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LabelSummary {
     /// IDs carrying the label.
     pub count: u64,
-    /// Their ranges.
-    #[serde(flatten)]
-    pub ranges: Ranges,
+    /// `"FIRST..LAST"` strings, the first `RANGES_SHOWN_MAX`.
+    pub ranges: Vec<String>,
+    /// How many ranges there are in all.
+    pub ranges_total: u64,
 }
 
 /// The completeness receipt.
@@ -115,6 +118,11 @@ pub struct Receipt {
     pub snapshot_id: Option<String>,
     /// `all`, `sample N` or `count`.
     pub mode: String,
+    /// The ID codec: `int`, `prefixed` or `string` (the string codec's root is over the
+    /// digests of the original strings).
+    pub id_codec: crate::contract::IdCodecKind,
+    /// The end signal the run followed; `empty_page` is a weaker claim than the others.
+    pub end_signal: crate::contract::EndSignal,
     /// Pages observed.
     pub pages_observed: u32,
     /// The contract's expected count.
@@ -134,7 +142,7 @@ pub struct Receipt {
     /// `verified`, `unknown` or `failed`.
     pub coverage_status: Status,
     /// `all_records_in_snapshot`, `all_records_live` or `none`.
-    pub conclusion_scope: String,
+    pub conclusion_scope: crate::reconcile::ConclusionScope,
     /// Findings.
     pub violations: Vec<Violation>,
     /// Findings past the kept ones.
@@ -166,21 +174,106 @@ pub struct Receipt {
     pub format_version: u32,
 }
 
+/// A receipt text that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReceiptError {
+    /// Not strict JSON (a duplicate key, an inexact number, malformed).
+    #[error("not a receipt: {0}")]
+    Json(#[from] crate::json::JsonError),
+    /// A key the receipt format requires is absent (an absent value is written as null).
+    #[error("not a receipt: key {key:?} is missing")]
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// Another receipt format version.
+    #[error("receipt format {found} is not read by this build (it reads format {RECEIPT_FORMAT_VERSION})")]
+    Version {
+        /// The version found.
+        found: u64,
+    },
+    /// A key with a value of the wrong shape, or a key the format does not have.
+    #[error("not a receipt: {0}")]
+    Shape(#[source] serde_json::Error),
+}
+
+/// Every key of a receipt: all are present in every receipt (null where a value is absent).
+pub const RECEIPT_KEYS: [&str; 32] = [
+    "run_id",
+    "source",
+    "tenant",
+    "query_digest",
+    "snapshot_id",
+    "mode",
+    "id_codec",
+    "end_signal",
+    "pages_observed",
+    "records_expected",
+    "records_observed",
+    "unique_ids_observed",
+    "duplicate_ids",
+    "cursor_chain_digest",
+    "terminal_cursor_observed",
+    "limits_hit",
+    "coverage_status",
+    "conclusion_scope",
+    "violations",
+    "violations_dropped",
+    "merkle_root",
+    "partitions",
+    "labels",
+    "missing_id_ranges",
+    "restarts",
+    "restarted_from",
+    "superseded_by",
+    "count_total",
+    "rejected",
+    "started_at",
+    "finished_at",
+    "format_version",
+];
+
 impl Receipt {
+    /// Reads a receipt strictly: duplicate keys, inexact numbers, unknown keys at any depth and
+    /// missing keys are refused, as is another format version.
+    ///
+    /// # Errors
+    /// `ReceiptError` naming what is wrong.
+    pub fn from_json(text: &str) -> Result<Receipt, ReceiptError> {
+        let v = crate::json::parse(text, crate::json::Numbers::Integers)?;
+        if let Some(obj) = v.as_object() {
+            if let Some(found) = obj
+                .get("format_version")
+                .and_then(serde_json::Value::as_u64)
+            {
+                if found != u64::from(RECEIPT_FORMAT_VERSION) {
+                    return Err(ReceiptError::Version { found });
+                }
+            }
+            if let Some(key) = RECEIPT_KEYS.iter().find(|k| !obj.contains_key(**k)) {
+                return Err(ReceiptError::Missing { key });
+            }
+        }
+        serde_json::from_value(v).map_err(ReceiptError::Shape)
+    }
+
     /// Builds the receipt of a run from its reconciler state.
     #[must_use]
     pub fn build(contract: &Contract, meta: &RunMeta, rec: &Reconciler) -> Receipt {
         let p = rec.progress();
+        let (root, partitions) = merkle_root_of(rec.ids(), rec.codec());
         let status = rec.status();
         let mut labels = BTreeMap::new();
         for (name, set) in p.label_names.iter().zip(rec.labels()) {
-            labels.insert(
-                name.clone(),
+            labels.insert(name.clone(), {
+                let r = Ranges::of(set, rec.codec());
                 LabelSummary {
                     count: set.len(),
-                    ranges: Ranges::of(set, rec.codec()),
-                },
-            );
+                    ranges: r.ranges,
+                    ranges_total: r.ranges_total,
+                }
+            });
         }
         let count_total = match contract.mode {
             crate::contract::Mode::Count => meta
@@ -195,6 +288,8 @@ impl Receipt {
             query_digest: rec.query_digest().to_owned(),
             snapshot_id: p.pinned_snapshot.clone(),
             mode: contract.mode.name(),
+            id_codec: contract.id_codec,
+            end_signal: contract.end_signal,
             pages_observed: p.pages_observed,
             records_expected: contract.expected_count,
             records_observed: p.records_observed,
@@ -204,11 +299,11 @@ impl Receipt {
             terminal_cursor_observed: p.terminal_observed,
             limits_hit: p.limits_hit.iter().map(|l| l.as_str().to_owned()).collect(),
             coverage_status: status,
-            conclusion_scope: rec.conclusion_scope().to_owned(),
+            conclusion_scope: rec.conclusion_scope(),
             violations: p.violations.clone(),
             violations_dropped: p.violations_dropped,
-            merkle_root: digest::display(&digest::merkle_root(rec.ids())),
-            partitions: rec.ids().partition_count() as u64,
+            merkle_root: digest::display(&root),
+            partitions,
             labels,
             missing_id_ranges: None,
             restarts: meta.restarts,
@@ -225,12 +320,6 @@ impl Receipt {
         }
     }
 
-    /// The exit code of SPEC §8 for this receipt.
-    #[must_use]
-    pub fn exit_code(&self) -> i32 {
-        self.coverage_status.exit_code()
-    }
-
     /// A readable multi-line summary (the CLI's output without `--json`).
     #[must_use]
     pub fn to_text(&self) -> String {
@@ -239,24 +328,26 @@ impl Receipt {
         let _ = writeln!(
             s,
             "{}  {}",
-            self.run_id,
+            terminal_safe(&self.run_id),
             self.coverage_status.as_str().to_uppercase()
         );
         let _ = writeln!(
             s,
             "  scope        {} / {}  ({})",
-            self.source,
-            self.tenant.as_deref().unwrap_or("-"),
+            terminal_safe(&self.source),
+            terminal_safe(self.tenant.as_deref().unwrap_or("-")),
             self.query_digest
         );
         let _ = writeln!(
             s,
             "  snapshot     {}",
-            self.snapshot_id
-                .as_deref()
-                .unwrap_or("none (live scan: a weaker claim)")
+            terminal_safe(
+                self.snapshot_id
+                    .as_deref()
+                    .unwrap_or("none (live scan: a weaker claim)")
+            )
         );
-        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope);
+        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope.as_str());
         let _ = writeln!(s, "  mode         {}", self.mode);
         let _ = writeln!(
             s,
@@ -286,20 +377,21 @@ impl Receipt {
             let _ = writeln!(s, "  limits hit   {}", self.limits_hit.join(", "));
         }
         for (name, l) in &self.labels {
-            let shown = &l.ranges.ranges[..l.ranges.ranges.len().min(TEXT_RANGES_MAX)];
+            let shown = &l.ranges[..l.ranges.len().min(TEXT_RANGES_MAX)];
             let _ = writeln!(
                 s,
-                "  label        {name}: {} ({}{})",
+                "  label        {}: {} ({}{})",
+                terminal_safe(name),
                 l.count,
-                shown.join(", "),
-                more(shown.len(), l.ranges.ranges_total)
+                terminal_safe(&shown.join(", ")),
+                more(shown.len(), l.ranges_total)
             );
         }
         if let Some(m) = &self.missing_id_ranges {
             let _ = writeln!(
                 s,
                 "  missing      {}{}",
-                m.ranges.join(", "),
+                terminal_safe(&m.ranges.join(", ")),
                 more(m.ranges.len(), m.ranges_total)
             );
         }
@@ -320,7 +412,7 @@ impl Receipt {
                 "  violation    {} on page {}: {}",
                 v.kind.as_str(),
                 v.page,
-                v.detail
+                terminal_safe(&v.detail)
             );
         }
         if self.rejected {
@@ -352,6 +444,29 @@ impl Receipt {
     }
 }
 
+/// Text from a source, made safe for a terminal: control characters (which could move the
+/// cursor, erase a line or forge one) and bidirectional overrides are shown escaped.
+#[must_use]
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    };
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn more(shown: usize, total: u64) -> String {
     if (shown as u64) < total {
         format!(" and {} more", total - shown as u64)
@@ -360,11 +475,36 @@ fn more(shown: usize, total: u64) -> String {
     }
 }
 
+/// The Merkle root a receipt carries and its number of leaves: over the ID partitions, or for
+/// the `string` codec over the digests of the original strings (`digest::string_root`), so
+/// that the root is a function of the set of strings whatever IDs an interner gave them.
+///
+/// # Panics
+/// If a string ID of `ids` is not in the codec's interner: the reconciler interns every ID it
+/// holds, and the store checks a loaded run's dictionary covers its IDs.
+#[must_use]
+pub fn merkle_root_of(ids: &IdSet, codec: &IdCodec) -> (digest::Hash, u64) {
+    if codec.kind() != crate::contract::IdCodecKind::String {
+        return (digest::merkle_root(ids), ids.partition_count() as u64);
+    }
+    let mut digests: Vec<digest::Hash> = ids
+        .iter()
+        .map(|id| {
+            let s = codec
+                .interner()
+                .lookup(id)
+                .expect("invariant: every string ID of a run is interned");
+            digest::string_id_digest(s)
+        })
+        .collect();
+    digest::string_root(&mut digests)
+}
+
 /// Formats milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
 ///
 /// ```
-/// assert_eq!(scanledger::receipt::rfc3339(0), "1970-01-01T00:00:00.000Z");
-/// assert_eq!(scanledger::receipt::rfc3339(1_788_081_480_000), "2026-08-30T09:18:00.000Z");
+/// assert_eq!(scanledger::rfc3339(0), "1970-01-01T00:00:00.000Z");
+/// assert_eq!(scanledger::rfc3339(1_788_081_480_000), "2026-08-30T09:18:00.000Z");
 /// ```
 #[must_use]
 pub fn rfc3339(ms: u64) -> String {

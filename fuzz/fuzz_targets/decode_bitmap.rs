@@ -12,7 +12,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use roaring::RoaringBitmap;
-use scanledger::idset::PARTITION_WIDTH;
+use scanledger::PARTITION_WIDTH;
 use scanledger::{digest, IdSet};
 use scanledger_fuzz::{canonical_leaf_body, Bounded};
 
@@ -104,7 +104,7 @@ fuzz_target!(|input: (u16, Bytes<'_>)| {
     // The same values inserted one by one give the same leaf and root.
     let plain: IdSet = lows
         .iter()
-        .map(|v| (p << scanledger::idset::PARTITION_BITS) | u64::from(*v))
+        .map(|v| (p << scanledger::PARTITION_BITS) | u64::from(*v))
         .collect();
     assert_eq!(digest::merkle_root(&plain), digest::merkle_root(&set));
 });

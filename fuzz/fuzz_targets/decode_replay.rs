@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use scanledger::source::ReplaySource;
+use scanledger::ReplaySource;
 
 fuzz_target!(|text: &str| {
     match ReplaySource::parse(Path::new("fuzz.jsonl"), text) {

@@ -15,10 +15,8 @@ use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use scanledger::collect::{PageLog, Raise};
 use scanledger::{
-    digest, Contract, IdCodecKind, Item, Page, RawId, Reconciler, RunId, RunSink, Store,
-    StoreOptions,
+    Contract, IdCodecKind, Item, Page, Raise, RawId, Reconciler, RunId, Store, StoreOptions,
 };
 use scanledger_fuzz::Bounded;
 
@@ -69,29 +67,23 @@ fn record(
     finish: bool,
 ) -> Result<(), String> {
     let mut rec = Reconciler::new(contract);
-    let run = store
-        .begin(contract, None, 1_000, &mut rec)
-        .map_err(|e| e.to_string())?;
+    let (mut writer, interner) = store.begin(contract, 1_000).map_err(|e| e.to_string())?;
+    if let Some(i) = interner {
+        rec.set_interner(i);
+    }
     for p in pages {
         if rec.is_finished() {
             break;
         }
-        rec.observe(p);
-        let log = PageLog {
-            page_idx: rec.progress().pages_observed,
-            cursor_hash: digest::cursor_hash(p.next.as_deref()),
-            n_items: p.items.len() as u32,
-            size_bytes: p.size_bytes,
-            at_ms: 1_500,
-        };
-        store
-            .checkpoint(run, &mut rec, Some(&log))
+        let seen = rec.observe(p);
+        writer
+            .checkpoint(&rec, seen.delta)
             .map_err(|e| e.to_string())?;
     }
     if finish {
-        store
-            .finish(run, &mut rec, 2_000)
-            .map_err(|e| e.to_string())?;
+        writer.finish(&rec, 2_000).map_err(|e| e.to_string())?;
+    } else {
+        writer.commit(&rec).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -153,48 +145,50 @@ fn patch(bytes: &mut [u8], patches: &[(u32, u8)]) {
     }
 }
 
-/// Every reader on every run; results are dropped after rendering errors (which must not
-/// panic either).
+/// Every reader on every run, through one snapshot; results are dropped after rendering
+/// errors (which must not panic either).
 fn read_everything(store: &Store) {
+    let Ok(snap) = store.read() else {
+        return;
+    };
     let mut ids: Vec<RunId> = (1..=3).map(RunId).collect();
-    if let Ok(runs) = store.runs() {
+    if let Ok(runs) = snap.runs() {
         for s in runs {
-            let run: RunId = s.run_id.parse().expect("runs() names runs as run-N");
-            if !ids.contains(&run) {
-                ids.push(run);
+            if !ids.contains(&s.run_id) {
+                ids.push(s.run_id);
             }
         }
     }
     for &run in &ids {
-        let _ = store.run_header(run).map(|h| {
-            let _ = store.codec(&h).map_err(|e| e.to_string());
+        let _ = snap.header(run).map(|h| {
+            let _ = scanledger::Renderer::for_ids(&snap, &h, [0, 1, 2, 70_000])
+                .map_err(|e| e.to_string());
+            let scope = scanledger::ScopeKey::of(&h.contract);
+            let _ = snap.strings(&scope, &[0, 1, 5]).map_err(|e| e.to_string());
         });
-        let _ = store.page_log(run).map_err(|e| e.to_string());
-        let _ = store.partition(run, 1).map_err(|e| e.to_string());
-        let _ = store
+        let _ = snap.page_log(run).map_err(|e| e.to_string());
+        let _ = snap
+            .partitions_of(run, &[0, 1, 2])
+            .map_err(|e| e.to_string());
+        let _ = snap
             .partitions_between(run, 0, 3)
             .map(|s| s.check_invariants());
-        let _ = store.ids_from(run, 0, 64).map_err(|e| e.to_string());
-        let _ = store.leaves(run).map_err(|e| e.to_string());
-        let _ = store.stored_root(run).map_err(|e| e.to_string());
-        if let Ok(loaded) = store.load(run) {
+        let _ = snap.ids_from(run, 0, 64).map_err(|e| e.to_string());
+        let _ = snap.leaves(run).map_err(|e| e.to_string());
+        if let Ok(loaded) = snap.load(run) {
             loaded.reconciler.check_invariants();
         }
-        if let Ok(receipt) = store.receipt(run) {
-            let _ = store.verify(&receipt).map_err(|e| e.to_string());
+        if let Ok(receipt) = snap.receipt(run) {
+            let _ = scanledger::verify_receipt(&snap, &receipt).map_err(|e| e.to_string());
         }
-        let _ = store
-            .prepare_resume(run, &Raise::default())
-            .map(|l| l.reconciler.check_invariants())
-            .map_err(|e| e.to_string());
     }
     // The two seed runs are of different scopes, so one ordered pair each way reaches the
     // comparability check and the leaf comparison.
     for pair in ids.windows(2) {
-        let _ = store.diff_runs(pair[0], pair[1]).map_err(|e| e.to_string());
-        let _ = store.diff_runs(pair[1], pair[0]).map_err(|e| e.to_string());
+        let _ = scanledger::diff_runs(&snap, pair[0], pair[1]).map_err(|e| e.to_string());
+        let _ = scanledger::diff_runs(&snap, pair[1], pair[0]).map_err(|e| e.to_string());
     }
-    let _ = store.diff_runs(ids[0], ids[0]).map_err(|e| e.to_string());
+    let _ = scanledger::diff_runs(&snap, ids[0], ids[0]).map_err(|e| e.to_string());
 }
 
 fn exercise(path: &Path) {
@@ -205,10 +199,16 @@ fn exercise(path: &Path) {
     match Store::open(path, StoreOptions::default()) {
         Ok(mut store) => {
             // Opening for writing may have run redb's repair; the readers then see its result.
-            let _ = store.runs().map_err(|e| e.to_string());
-            let _ = store
-                .load(RunId(2))
-                .map(|l| l.reconciler.check_invariants());
+            if let Ok(snap) = store.read() {
+                let _ = snap.runs().map_err(|e| e.to_string());
+                let _ = snap.load(RunId(2)).map(|l| l.reconciler.check_invariants());
+            }
+            for run in 1..=3 {
+                let _ = store
+                    .resume(RunId(run), &Raise::default())
+                    .map(|(_, l)| l.reconciler.check_invariants())
+                    .map_err(|e| e.to_string());
+            }
             let c = Contract::new("after");
             let pages = [page((0..10).map(RawId::Int).collect(), None, true)];
             let _ = record(&mut store, &c, &pages, true);
@@ -218,14 +218,14 @@ fn exercise(path: &Path) {
 }
 
 /// libfuzzer-sys aborts on every panic. The store catches redb's panics on damaged files and
-/// reports them as `Corrupt` (see `store::guard`), so those must unwind; any other panic is
+/// reports them as damage (see `Engine::contain`), so those must unwind; any other panic is
 /// still a crash.
 fn install_hook() {
     static HOOK: OnceLock<()> = OnceLock::new();
     HOOK.get_or_init(|| {
         let fuzzer_hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !scanledger::store::inside_guard() {
+            if !scanledger::inside_engine_call() {
                 fuzzer_hook(info);
             }
         }));

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use scanledger::idset::{partition_of, PARTITION_BITS};
 use scanledger::{digest, IdSet};
+use scanledger::{partition_of, PARTITION_BITS};
 use scanledger_fuzz::{canonical_leaf_body, Bounded};
 
 #[derive(Arbitrary, Debug)]

@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use scanledger::reconcile::FetchFailure;
 use scanledger::{
-    Contract, EndSignal, Item, Page, RawId, Reconciler, Request, SnapshotPolicy, Status, Step,
+    Contract, EndSignal, FetchFailure, Item, Page, RawId, Reconciler, Request, SnapshotPolicy,
+    Status, Step,
 };
 use scanledger_fuzz::Bounded;
 use serde_json::Value;
@@ -50,6 +50,8 @@ struct Event {
     query: Option<u8>,
     truncated: bool,
     size_bytes: u16,
+    /// The total the page echoes (end signal `total`, and R10 against it).
+    total: Option<u8>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -84,10 +86,12 @@ impl ItemEvent {
 
 fn contract(input: &Input) -> Contract {
     let mut c = Contract::new("fuzz");
-    c.end_signal = match input.end_signal % 3 {
+    c.end_signal = match input.end_signal % 5 {
         0 => EndSignal::CursorAbsent,
         1 => EndSignal::CompleteFlag,
-        _ => EndSignal::Both,
+        2 => EndSignal::Both,
+        3 => EndSignal::Total,
+        _ => EndSignal::EmptyPage,
     };
     c.snapshot_id = input
         .snapshot_id
@@ -124,14 +128,18 @@ fn page(e: &Event) -> Page {
         }),
         truncated: e.truncated,
         size_bytes: u64::from(e.size_bytes),
+        total: e.total.map(u64::from),
     }
 }
 
-fn is_terminal(signal: EndSignal, p: &Page) -> bool {
+/// Whether `p` ends the traversal; `records` counts the items observed with it.
+fn is_terminal(signal: EndSignal, p: &Page, records: u64) -> bool {
     match signal {
         EndSignal::CursorAbsent => p.next.is_none(),
         EndSignal::CompleteFlag => p.complete == Some(true),
         EndSignal::Both => p.next.is_none() && p.complete == Some(true),
+        EndSignal::Total => p.total.is_some_and(|t| records >= t),
+        EndSignal::EmptyPage => p.items.is_empty(),
     }
 }
 
@@ -147,6 +155,7 @@ fuzz_target!(|input: Input| {
     let mut cursors_seen: HashSet<String> = HashSet::new();
     let mut repeated_cursor = false;
     let mut terminal_seen = false;
+    let mut echoed_total: Option<u64> = None;
     let mut truncated_seen = false;
 
     for e in &input.events.0 {
@@ -171,10 +180,26 @@ fuzz_target!(|input: Input| {
 
         let p = page(e);
         let pages_before = r.progress().pages_observed;
-        let step = r.observe(&p);
+        let seen = r.observe(&p);
+        let step = seen.step.clone();
         r.check_invariants();
 
         let accepted = r.progress().pages_observed == pages_before + 1;
+        // The delta names the page exactly when it was accepted, and only partitions the
+        // page's IDs fall in.
+        assert_eq!(
+            seen.delta.page.is_some(),
+            accepted,
+            "delta and page log disagree"
+        );
+        for part in &seen.delta.partitions {
+            assert!(
+                p.items
+                    .iter()
+                    .any(|i| matches!(i.id, scanledger::RawId::Int(id) if id >> 16 == *part)),
+                "the delta names a partition the page did not touch"
+            );
+        }
         if !accepted {
             assert_eq!(r.progress().pages_observed, pages_before);
             assert!(r.is_finished(), "a refused page must stop the run");
@@ -198,7 +223,10 @@ fuzz_target!(|input: Input| {
                     repeated_cursor = true;
                 }
             }
-            if is_terminal(contract.end_signal, &p) && !repeated_cursor {
+            if let Some(t) = p.total {
+                echoed_total = Some(t);
+            }
+            if is_terminal(contract.end_signal, &p, records) && !repeated_cursor {
                 terminal_seen = true;
             }
         }
@@ -231,6 +259,9 @@ fuzz_target!(|input: Input| {
             if let Some(n) = contract.expected_count {
                 assert_eq!(r.ids().len(), n, "verified with a count mismatch");
             }
+            if let Some(n) = echoed_total {
+                assert_eq!(r.ids().len(), n, "verified against the echoed total");
+            }
             if let Some(parts) = &contract.expected_partitions {
                 for (p, n) in parts {
                     let seen = r.ids().partition(*p).map_or(0, |b| b.len());
@@ -245,6 +276,7 @@ fuzz_target!(|input: Input| {
 
         // R1, the positive law: a clean traversal that reaches its end signal is verified.
         let expectations_hold = contract.expected_count.is_none_or(|n| r.ids().len() == n)
+            && echoed_total.is_none_or(|n| r.ids().len() == n)
             && contract.expected_partitions.as_ref().is_none_or(|parts| {
                 parts
                     .iter()
@@ -254,7 +286,7 @@ fuzz_target!(|input: Input| {
                         .all(|(p, _)| parts.iter().any(|(q, _)| *q == p))
             });
         if accepted
-            && is_terminal(contract.end_signal, &p)
+            && is_terminal(contract.end_signal, &p, records)
             && duplicates == 0
             && !repeated_cursor
             && !truncated_seen

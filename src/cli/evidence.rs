@@ -10,17 +10,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::emit;
-use crate::codec::IdCodec;
-use crate::contract::{IdCodecKind, ITEMS_PER_PAGE_MAX};
-use crate::diff::RangeList;
-use crate::digest;
-use crate::error::Error;
-use crate::idset::partition_of;
-use crate::receipt::{Receipt, RunId, RANGES_SHOWN_MAX};
-use crate::reconcile::Status;
-use crate::store::{RunHeader, Store, StoreOptions};
-use crate::token::{self, Binding, Claims, TokenError, TOKEN_TTL_SECONDS_MAX};
-use crate::verify::Mismatch;
+use scanledger::token::{self, Binding, Claims, TokenError, TOKEN_TTL_SECONDS_MAX};
+use scanledger::{
+    digest, partition_of, Error, IdCodecKind, Mismatch, RangeList, Receipt, Renderer, RunHeader,
+    RunId, Snapshot, Status, Store, ITEMS_PER_PAGE_MAX, RANGES_SHOWN_MAX,
+};
 
 /// A receipt file larger than this is refused before it is read (bytes). A receipt holds at
 /// most 256 violations and 64 labels of 32 ranges, far below.
@@ -30,9 +24,13 @@ const EXIT_MISMATCH: i32 = 4;
 
 /// The formats of `export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
-    /// One ID per line in its original form, ascending in codec order.
+pub(crate) enum ExportFormat {
+    /// One ID per line in its original form, ascending in codec order; a string ID is written
+    /// as the inside of a JSON string literal (`"`, `\` and control characters escaped), so
+    /// a line break in an ID can never split it.
     Text,
+    /// One JSON value per line: a number for the `int` codec, a string otherwise.
+    Jsonl,
     /// The portable 64-bit roaring format (RoaringTreemap: u64 LE bucket count, then per
     /// bucket a u32 LE high half and a portable 32-bit roaring bitmap), of the u64 IDs.
     Roaring,
@@ -43,7 +41,7 @@ fn usage(msg: impl Into<String>) -> Error {
 }
 
 /// `verify RECEIPT_FILE`.
-pub(super) fn verify(store_path: &Path, file: &Path, json: bool) -> Result<i32, Error> {
+pub(crate) fn verify(store_path: &Path, file: &Path, json: bool) -> Result<i32, Error> {
     let io = |e| Error::Io {
         path: file.to_owned(),
         source: e,
@@ -56,14 +54,14 @@ pub(super) fn verify(store_path: &Path, file: &Path, json: bool) -> Result<i32, 
         )));
     }
     let text = std::fs::read_to_string(file).map_err(io)?;
-    let receipt: Receipt = serde_json::from_str(&text).map_err(|e| {
+    let receipt = Receipt::from_json(&text).map_err(|e| {
         usage(format!(
-            "{}: not a scanledger receipt (as `--json receipt RUN` prints): {e}",
+            "{}: {e} (a receipt is what `--json receipt RUN` prints)",
             file.display()
         ))
     })?;
     let store = Store::open_read(store_path)?;
-    let mismatches = store.verify(&receipt)?;
+    let mismatches = scanledger::verify_receipt(&store.read()?, &receipt)?;
     let verified = mismatches.is_empty();
     if json {
         #[derive(Serialize)]
@@ -140,18 +138,14 @@ fn more(shown: usize, total: u64) -> String {
 }
 
 /// `diff OLD NEW`.
-pub(super) fn diff(store_path: &Path, old: RunId, new: RunId, json: bool) -> Result<i32, Error> {
+pub(crate) fn diff(store_path: &Path, old: RunId, new: RunId, json: bool) -> Result<i32, Error> {
     let store = Store::open_read(store_path)?;
-    let rd = store.diff_runs(old, new)?;
+    let snap = store.read()?;
+    let rd = scanledger::diff_runs(&snap, old, new).map_err(diff_error)?;
     let added = RangeList::of(&rd.diff.added);
     let removed = RangeList::of(&rd.diff.removed);
-    // The codec (and for strings, the scope's interner) is read only when there is an ID
-    // to render, so that equal runs never touch it.
-    let codec = if rd.diff.is_empty() {
-        IdCodec::new(rd.new.contract.id_codec, rd.new.id_prefix.clone())
-    } else {
-        store.codec(&rd.new)?
-    };
+    // Only the IDs printed are looked up, so equal runs never touch a dictionary.
+    let codec = Renderer::for_ids(&snap, &rd.new, endpoints(&[&added, &removed]))?;
     let parts_total = rd.diff.partitions_differing.len() as u64;
     let parts_shown: Vec<u64> = rd
         .diff
@@ -171,9 +165,9 @@ pub(super) fn diff(store_path: &Path, old: RunId, new: RunId, json: bool) -> Res
             "equal": rd.diff.is_empty(),
             "added_count": rd.diff.added_count(),
             "removed_count": rd.diff.removed_count(),
-            "added_ranges": added.render(&codec),
+            "added_ranges": codec.ranges(&added.shown),
             "added_ranges_total": added.ranges_total,
-            "removed_ranges": removed.render(&codec),
+            "removed_ranges": codec.ranges(&removed.shown),
             "removed_ranges_total": removed.ranges_total,
             "partitions_differing": parts_shown,
             "partitions_differing_total": parts_total,
@@ -207,7 +201,7 @@ pub(super) fn diff(store_path: &Path, old: RunId, new: RunId, json: bool) -> Res
             if list.ranges_total > 0 {
                 out.push_str(&format!(
                     "\n  {name:<10} {}{}",
-                    list.render(&codec).join(", "),
+                    codec.ranges(&list.shown).join(", "),
                     more(list.shown.len(), list.ranges_total)
                 ));
             }
@@ -232,17 +226,48 @@ pub(super) fn diff(store_path: &Path, old: RunId, new: RunId, json: bool) -> Res
     Ok(0)
 }
 
+fn diff_error(e: scanledger::DiffError) -> Error {
+    match e {
+        scanledger::DiffError::Read(r) => Error::Read(r),
+        other => usage(other.to_string()),
+    }
+}
+
+/// The endpoints of the ranges a command prints.
+fn endpoints(lists: &[&RangeList]) -> Vec<u64> {
+    lists
+        .iter()
+        .flat_map(|l| l.shown.iter().flat_map(|(a, b)| [*a, *b]))
+        .collect()
+}
+
 /// Parses `LO..HI` in the IDs' original form with the run's codec.
-fn parse_range(text: &str, codec: &IdCodec) -> Result<(u64, u64), Error> {
+fn parse_range(text: &str, snap: &Snapshot<'_>, header: &RunHeader) -> Result<(u64, u64), Error> {
     let (lo, hi) = text
         .split_once("..")
         .ok_or_else(|| usage(format!("--range {text:?}: expected LO..HI")))?;
-    let id = |s: &str| {
-        codec.parse_existing(s).ok_or_else(|| {
-            let what = match codec.kind() {
-                IdCodecKind::Int => "is not an integer from 0 to 2^64-1",
-                IdCodecKind::Prefixed => "is not an ID of this run's prefix",
-                IdCodecKind::String => "is not an ID known in this (source, tenant)",
+    let id = |s: &str| -> Result<u64, Error> {
+        let parsed = match header.contract.id_codec {
+            IdCodecKind::Int => s.parse().ok(),
+            IdCodecKind::Prefixed => {
+                let digits = match &header.id_prefix {
+                    Some(p) => s.strip_prefix(p.as_str()),
+                    None => Some(s),
+                };
+                digits.and_then(|d| d.parse().ok())
+            }
+            IdCodecKind::String => {
+                snap.interned_id(&scanledger::ScopeKey::of(&header.contract), s)?
+            }
+        };
+        parsed.ok_or_else(|| {
+            let what = match header.contract.id_codec {
+                IdCodecKind::Int => "is not an integer from 0 to 2^64-1".to_owned(),
+                IdCodecKind::Prefixed => format!(
+                    "is not an ID of this run's prefix {:?}",
+                    header.id_prefix.as_deref().unwrap_or("")
+                ),
+                IdCodecKind::String => "is not an ID known in this (source, tenant)".to_owned(),
             };
             usage(format!("--range: {s:?} {what}"))
         })
@@ -257,7 +282,7 @@ fn parse_range(text: &str, codec: &IdCodec) -> Result<(u64, u64), Error> {
 }
 
 /// `missing RUN --against OTHER | --range LO..HI`.
-pub(super) fn missing(
+pub(crate) fn missing(
     store_path: &Path,
     run: RunId,
     against: Option<RunId>,
@@ -265,17 +290,17 @@ pub(super) fn missing(
     json: bool,
 ) -> Result<i32, Error> {
     let store = Store::open_read(store_path)?;
+    let snap = store.read()?;
     let (header, reference, list) = match (against, range) {
         (Some(other), None) => {
-            let rd = store.diff_runs(run, other)?;
+            let rd = scanledger::diff_runs(&snap, run, other).map_err(diff_error)?;
             let list = RangeList::of(&rd.diff.added);
             (rd.old, other.to_string(), list)
         }
         (None, Some(text)) => {
-            let header = store.run_header(run)?;
-            let codec = store.codec(&header)?;
-            let (lo, hi) = parse_range(text, &codec)?;
-            let set = store.partitions_between(run, partition_of(lo), partition_of(hi))?;
+            let header = snap.header(run)?;
+            let (lo, hi) = parse_range(text, &snap, &header)?;
+            let set = snap.partitions_between(run, partition_of(lo), partition_of(hi))?;
             (header, text.to_owned(), RangeList::gaps(&set, lo, hi))
         }
         _ => {
@@ -284,12 +309,8 @@ pub(super) fn missing(
             ))
         }
     };
-    let codec = if list.ranges_total == 0 {
-        IdCodec::new(header.contract.id_codec, header.id_prefix.clone())
-    } else {
-        store.codec(&header)?
-    };
-    let ranges = list.render(&codec);
+    let codec = Renderer::for_ids(&snap, &header, endpoints(&[&list]))?;
+    let ranges = codec.ranges(&list.shown);
     if json {
         let v = serde_json::json!({
             "run_id": header.run_id.to_string(),
@@ -320,17 +341,19 @@ pub(super) fn missing(
 }
 
 /// `export RUN [--format text|roaring] [--output FILE]`.
-pub(super) fn export(
+pub(crate) fn export(
     store_path: &Path,
     run: RunId,
     format: ExportFormat,
     output: Option<&Path>,
 ) -> Result<i32, Error> {
     let store = Store::open_read(store_path)?;
-    let header = store.run_header(run)?;
-    let ids = store.ids(run)?;
+    let snap = store.read()?;
+    let header = snap.header(run)?;
+    let ids = snap.ids(run)?;
     let (mut sink, path): (Box<dyn Write>, PathBuf) = match output {
         Some(p) => {
+            refuse_store_as_output(store_path, p)?;
             let f = std::fs::File::create(p).map_err(|e| Error::Io {
                 path: p.to_owned(),
                 source: e,
@@ -350,17 +373,8 @@ pub(super) fn export(
         }
     };
     let written = match format {
-        ExportFormat::Text => {
-            let codec = store.codec(&header)?;
-            let mut r = Ok(());
-            for id in ids.iter() {
-                r = writeln!(sink, "{}", codec.render(id));
-                if r.is_err() {
-                    break;
-                }
-            }
-            r
-        }
+        ExportFormat::Text => write_text(&snap, &header, &ids, &mut sink, false)?,
+        ExportFormat::Jsonl => write_text(&snap, &header, &ids, &mut sink, true)?,
         ExportFormat::Roaring => {
             let treemap = roaring::RoaringTreemap::from_sorted_iter(ids.iter())
                 .map_err(|_| usage("internal: IDs out of order"))?;
@@ -381,26 +395,68 @@ pub(super) fn export(
             ids.len()
         );
     }
-    Ok(header.coverage_status.exit_code())
+    Ok(super::status_exit(header.coverage_status))
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// The store's page-token key, made on first use (which needs the store writable once).
-fn page_key(store_path: &Path, store: &Store) -> Result<[u8; 32], Error> {
-    if let Some(k) = store.page_token_key()? {
-        return Ok(k);
+/// Writes a run's IDs one per line in their original form; string IDs are read from the
+/// dictionary in chunks and each checked against its digest (a damaged one is an error, never
+/// printed). Returns the write's own result, the store's error as `Err`.
+fn write_text(
+    snap: &Snapshot<'_>,
+    header: &RunHeader,
+    ids: &scanledger::IdSet,
+    sink: &mut dyn Write,
+    jsonl: bool,
+) -> Result<std::io::Result<()>, Error> {
+    if header.contract.id_codec != IdCodecKind::String {
+        let codec = Renderer::for_ids(snap, header, [])?;
+        for id in ids.iter() {
+            let line = if jsonl {
+                codec.json(id).to_string()
+            } else {
+                codec.render(id)
+            };
+            if let Err(e) = writeln!(sink, "{line}") {
+                return Ok(Err(e));
+            }
+        }
+        return Ok(Ok(()));
     }
-    let mut writable = Store::open(store_path, StoreOptions::default())?;
-    Ok(writable.mac_key()?)
+    let mut written = Ok(());
+    let scope = scanledger::ScopeKey::of(&header.contract);
+    snap.for_each_string(&scope, ids, |_, s, _| {
+        if written.is_ok() {
+            let quoted = serde_json::Value::from(s).to_string();
+            written = if jsonl {
+                writeln!(sink, "{quoted}")
+            } else {
+                // The inside of the JSON literal: unambiguous, and the ID itself when plain.
+                writeln!(sink, "{}", &quoted[1..quoted.len() - 1])
+            };
+        }
+        Ok(())
+    })?;
+    Ok(written)
+}
+
+/// `export --output` never names the store itself (directly, by another path, or through a
+/// link): that would destroy the evidence.
+fn refuse_store_as_output(store_path: &Path, output: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(a), Ok(b)) = (std::fs::metadata(store_path), std::fs::metadata(output)) else {
+        return Ok(());
+    };
+    if a.dev() == b.dev() && a.ino() == b.ino() {
+        return Err(usage(format!(
+            "--output {}: that is the store file itself; name another file",
+            output.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `page RUN [--token T] [--size N] [--ttl-seconds S]`.
-pub(super) fn page(
+pub(crate) fn page(
     store_path: &Path,
     run: RunId,
     token_text: Option<&str>,
@@ -419,24 +475,22 @@ pub(super) fn page(
     }
     let token_err = |e: TokenError| usage(format!("page {run}: {e}"));
     let store = Store::open_read(store_path)?;
-    let header = store.run_header(run)?;
+    let snap = store.read()?;
+    let header = snap.header(run)?;
     let query_digest = digest::query_digest(&header.contract.scope);
     let binding = Binding {
         tenant: header.contract.scope.tenant.as_deref(),
         query_digest: &query_digest,
     };
-    let now = now_ms();
+    let now = scanledger::now_ms();
     let position = match token_text {
         None => 0,
         Some(text) => {
-            let Some(key) = store.page_token_key()? else {
-                // This store never issued a token.
-                return Err(token_err(TokenError::Forged { run }));
-            };
+            let key = snap.page_token_key()?;
             let (claims, mac) = token::decode(text).map_err(token_err)?;
             if claims.run != run {
                 return Err(token_err(other_run_error(
-                    &store, &key, &claims, &mac, run, &binding,
+                    &snap, &key, &claims, &mac, run, &binding,
                 )));
             }
             token::check(&key, text, run, &binding, header.pages_observed, now)
@@ -445,11 +499,11 @@ pub(super) fn page(
         }
     };
     let size_n = size as usize;
-    let mut ids = store.ids_from(run, position, size_n + 1)?;
+    let mut ids = snap.ids_from(run, position, size_n + 1)?;
     let next_token = if ids.len() > size_n {
         let next = ids[size_n];
         ids.truncate(size_n);
-        let key = page_key(store_path, &store)?;
+        let key = snap.page_token_key()?;
         let claims = Claims {
             run,
             position: next,
@@ -460,18 +514,8 @@ pub(super) fn page(
     } else {
         None
     };
-    let codec = if ids.is_empty() {
-        IdCodec::new(header.contract.id_codec, header.id_prefix.clone())
-    } else {
-        store.codec(&header)?
-    };
-    let rendered: Vec<serde_json::Value> = ids
-        .iter()
-        .map(|id| match codec.kind() {
-            IdCodecKind::Int => serde_json::Value::from(*id),
-            _ => serde_json::Value::String(codec.render(*id)),
-        })
-        .collect();
+    let codec = Renderer::for_ids(&snap, &header, ids.iter().copied())?;
+    let rendered: Vec<serde_json::Value> = ids.iter().map(|id| codec.json(*id)).collect();
     let v = serde_json::json!({
         "run_id": run.to_string(),
         "coverage_status": header.coverage_status,
@@ -479,13 +523,14 @@ pub(super) fn page(
         "next_token": next_token,
     });
     emit(&to_json(&v)?)?;
-    Ok(0)
+    // A page of a run that is not verified is never a page of an inventory.
+    Ok(super::status_exit(header.coverage_status))
 }
 
 /// The error for a token of another run: `OtherRun` (naming how the runs differ) when the
 /// token is genuine for the run it names, `Forged` otherwise.
 fn other_run_error(
-    store: &Store,
+    snap: &Snapshot<'_>,
     key: &[u8; 32],
     claims: &Claims,
     mac: &digest::Hash,
@@ -493,7 +538,7 @@ fn other_run_error(
     presented: &Binding<'_>,
 ) -> TokenError {
     let forged = TokenError::Forged { run: presented_for };
-    let Ok(issued) = store.run_header(claims.run) else {
+    let Ok(issued) = snap.header(claims.run) else {
         return forged;
     };
     let issued_digest = digest::query_digest(&issued.contract.scope);

@@ -1,28 +1,28 @@
 //! The async collector: drives a `PageSource` through a `Reconciler`, page by page, under the
-//! contract's budgets, timeouts, retries and policies, checkpointing through a `RunSink`.
+//! contract's budgets, timeouts, retries and policies, recording through a `RunLog`.
 //!
 //! It owns the tokio boundary of the crate (with `source`, whose delays use tokio's timer).
 //! Pages of one run depend on each other (each request needs the previous cursor), so the
 //! collector is one sequential future: no task is spawned, nothing is detached, and no store
-//! transaction lives across an `.await` (the sink is synchronous and called between awaits).
-//! Every await on a source is bounded by `tokio::time::timeout`; every loop has a bound.
+//! transaction lives across an `.await` (the log is synchronous and called between awaits).
+//! Dropping the future drops the run's writer, which discards what it had not committed and
+//! nothing else. Every await on a source is bounded by `tokio::time::timeout`; every wait is
+//! cut at the deadline; every loop has a bound.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
-use crate::contract::{Contract, ExpiredPolicy, Mode, Page, PAGES_PER_RUN_MAX, RESTARTS_MAX};
-use crate::digest;
+use crate::codec::IdCodec;
+use crate::contract::{Contract, ExpiredPolicy, Mode, RawId, PAGES_PER_RUN_MAX, RESTARTS_MAX};
 use crate::error::Error;
 use crate::idset::IdSet;
 use crate::receipt::{rfc3339, Receipt, RunId, RunMeta};
-use crate::reconcile::{FetchFailure, Limit, Reconciler, Status, Step, Violation};
-use crate::source::{FetchError, PageRequest, PageSource};
+use crate::reconcile::{Delta, FetchFailure, Limit, Reconciler, Status, Step, Violation};
+use crate::source::{PageRequest, PageSource};
+use crate::store::{LoadedRun, Raise, RunWriter, Store};
 
-/// First retry backoff; doubles per attempt.
-const BACKOFF_BASE: Duration = Duration::from_millis(50);
-/// Longest backoff between two attempts.
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
+mod fetch;
 
 /// Milliseconds since the Unix epoch.
 #[must_use]
@@ -32,106 +32,86 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// One page's entry in the page log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageLog {
-    /// 1-based page index within the run.
-    pub page_idx: u32,
-    /// `digest::cursor_hash` of the page's `next` cursor.
-    pub cursor_hash: digest::Hash,
-    /// Items on the page.
-    pub n_items: u32,
-    /// Bytes of the response.
-    pub size_bytes: u64,
-    /// When it was observed, ms since the epoch.
-    pub at_ms: u64,
-}
-
-/// Where the collector records runs. The store implements it durably; `MemorySink` keeps
-/// nothing. Every method is synchronous and returns before the next await.
-pub trait RunSink {
-    /// A run begins; returns its ID. `contract` is the run's effective contract; the sink may
-    /// prime `rec` (the store loads the collection's string interner into its codec).
-    ///
-    /// # Errors
-    /// When the run cannot be recorded.
-    fn begin(
-        &mut self,
-        contract: &Contract,
-        restarted_from: Option<RunId>,
-        started_at_ms: u64,
-        rec: &mut Reconciler,
-    ) -> Result<RunId, Error>;
-    /// The reconciler changed (a page was observed, a request failed, a policy switched the
-    /// request): persist what changed, atomically with `page` when there is one.
+/// Where the collector records one run: the store's `RunWriter`, or `MemoryLog` (nothing).
+/// Every method is synchronous and returns before the next await.
+pub trait RunLog: Sized {
+    /// The run being recorded.
+    fn run(&self) -> RunId;
+    /// Records what an observation changed (the reconciler's state after it, and its delta).
     ///
     /// # Errors
     /// When the checkpoint cannot be written; the run must not go on.
-    fn checkpoint(
-        &mut self,
-        run: RunId,
-        rec: &mut Reconciler,
-        page: Option<&PageLog>,
-    ) -> Result<(), Error>;
+    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error>;
+    /// Records a `count`-mode run's server-side count.
+    fn set_server_count(&mut self, n: u64);
     /// The run is finished (for now: a resumable stop can be reopened).
     ///
     /// # Errors
     /// When the final state cannot be written.
-    fn finish(
-        &mut self,
-        run: RunId,
-        rec: &mut Reconciler,
-        finished_at_ms: u64,
-    ) -> Result<(), Error>;
-    /// `old` was replaced by `new` (a restart).
+    fn finish(self, rec: &Reconciler, finished_at_ms: u64) -> Result<(), Error>;
+    /// Supersedes this run and begins its successor under `contract`, atomically.
     ///
     /// # Errors
-    /// When the link cannot be written.
-    fn supersede(&mut self, old: RunId, new: RunId) -> Result<(), Error>;
-    /// `count` mode got a server-side count for the run.
-    ///
-    /// # Errors
-    /// When it cannot be recorded.
-    fn server_count(&mut self, _run: RunId, _n: u64) -> Result<(), Error> {
-        Ok(())
+    /// When the restart cannot be written.
+    fn restart(self, rec: &Reconciler, contract: &Contract, at_ms: u64) -> Result<Self, Error>;
+    /// Whether the operator asked the scan to stop (Ctrl-C): checked before every request,
+    /// so the run stops at a page boundary as `limit_reached` (interrupted), resumable.
+    fn should_stop(&self) -> bool {
+        false
     }
 }
 
-/// A sink that records nothing: for in-memory collection and tests.
-#[derive(Debug, Default)]
-pub struct MemorySink {
-    next_id: u64,
+impl RunLog for RunWriter<'_> {
+    fn run(&self) -> RunId {
+        RunWriter::run(self)
+    }
+    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
+        Ok(RunWriter::checkpoint(self, rec, delta)?)
+    }
+    fn set_server_count(&mut self, n: u64) {
+        RunWriter::set_server_count(self, n);
+    }
+    fn finish(self, rec: &Reconciler, finished_at_ms: u64) -> Result<(), Error> {
+        Ok(RunWriter::finish(self, rec, finished_at_ms)?)
+    }
+    fn restart(self, rec: &Reconciler, contract: &Contract, at_ms: u64) -> Result<Self, Error> {
+        Ok(RunWriter::restart(self, rec, contract, at_ms)?)
+    }
 }
 
-impl RunSink for MemorySink {
-    fn begin(
-        &mut self,
-        _: &Contract,
-        _: Option<RunId>,
-        _: u64,
-        _: &mut Reconciler,
-    ) -> Result<RunId, Error> {
-        self.next_id += 1;
-        Ok(RunId(self.next_id))
+/// A log that records nothing: for in-memory collection and tests.
+#[derive(Debug)]
+pub struct MemoryLog {
+    run: RunId,
+}
+
+impl Default for MemoryLog {
+    fn default() -> MemoryLog {
+        MemoryLog { run: RunId(1) }
     }
-    fn checkpoint(
-        &mut self,
-        _: RunId,
-        _: &mut Reconciler,
-        _: Option<&PageLog>,
-    ) -> Result<(), Error> {
+}
+
+impl RunLog for MemoryLog {
+    fn run(&self) -> RunId {
+        self.run
+    }
+    fn checkpoint(&mut self, _: &Reconciler, _: Delta) -> Result<(), Error> {
         Ok(())
     }
-    fn finish(&mut self, _: RunId, _: &mut Reconciler, _: u64) -> Result<(), Error> {
+    fn set_server_count(&mut self, _: u64) {}
+    fn finish(self, _: &Reconciler, _: u64) -> Result<(), Error> {
         Ok(())
     }
-    fn supersede(&mut self, _: RunId, _: RunId) -> Result<(), Error> {
-        Ok(())
+    fn restart(self, _: &Reconciler, _: &Contract, _: u64) -> Result<Self, Error> {
+        Ok(MemoryLog {
+            run: RunId(self.run.0.saturating_add(1)),
+        })
     }
 }
 
 /// A finished (or stopped) run as the collector leaves it.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ScanResult {
     /// The run's effective contract (after a restart its snapshot is the fresh one).
     pub contract: Contract,
@@ -147,105 +127,123 @@ impl ScanResult {
     pub fn receipt(&self) -> Receipt {
         Receipt::build(&self.contract, &self.meta, &self.reconciler)
     }
-
-    /// The process exit code: the receipt's, except that `count` mode answered by a
-    /// server-side count is a successful command (0).
-    #[must_use]
-    pub fn exit_code(&self) -> i32 {
-        if self.meta.server_count.is_some() {
-            return 0;
-        }
-        self.reconciler.status().exit_code()
-    }
 }
 
-/// Budgets a resume may raise.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Raise {
-    /// New `max_pages`.
-    pub max_pages: Option<u32>,
-    /// New `max_records`.
-    pub max_records: Option<u64>,
-    /// New `max_bytes`.
-    pub max_bytes: Option<u64>,
-    /// New `deadline_seconds` for this session of the run.
-    pub deadline_seconds: Option<u64>,
-}
-
-/// Runs a scan of `contract` over `source`, recording through `sink`.
+/// Runs a scan of `contract` over `source`, recording it durably in `store`.
 ///
 /// ```
-/// use scanledger::{collect, Contract, SimConfig, SimSource, Status};
+/// use scanledger::{scan, Contract, SimConfig, SimSource, Status, Store, StoreOptions};
+/// # let dir = std::env::temp_dir().join(format!("sl-doc-scan-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let mut store = Store::open(&dir.join("s.redb"), StoreOptions::new()).unwrap();
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
 /// let mut source = SimSource::new(SimConfig { records: 250, ..SimConfig::default() });
-/// let contract = Contract::new("sim");
-/// let done = rt
-///     .block_on(collect::scan(&contract, &mut source, &mut collect::MemorySink::default()))
-///     .unwrap();
+/// let done = rt.block_on(scan(&Contract::new("sim"), &mut source, &mut store)).unwrap();
 /// assert_eq!(done.reconciler.status(), Status::Verified);
-/// assert_eq!(done.receipt().unique_ids_observed, 250);
+/// let receipt = store.read().unwrap().receipt(done.meta.run_id).unwrap();
+/// assert_eq!(receipt.unique_ids_observed, 250);
+/// # drop(store); std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 ///
 /// # Errors
-/// A source that cannot go on (`FetchError::Fatal`) or a sink that cannot record. Page
+/// A source that cannot go on (`FetchError::Fatal`) or a store that cannot record. Page
 /// failures, limits and violations are not errors: they are in the result's receipt.
-pub async fn scan<S: PageSource, K: RunSink>(
+pub async fn scan<S: PageSource>(
     contract: &Contract,
     source: &mut S,
-    sink: &mut K,
+    store: &mut Store,
 ) -> Result<ScanResult, Error> {
     let started = now_ms();
     let mut rec = Reconciler::new(contract);
-    let run = sink.begin(contract, None, started, &mut rec)?;
+    let (log, interner) = store.begin(contract, started)?;
+    if let Some(interner) = interner {
+        rec.set_interner(interner);
+    }
+    scan_with(contract, rec, log, started, source).await
+}
+
+/// Runs a scan recording through any `RunLog` (`MemoryLog` keeps nothing).
+///
+/// # Errors
+/// As [`scan`].
+pub async fn scan_with<S: PageSource, L: RunLog>(
+    contract: &Contract,
+    mut rec: Reconciler,
+    mut log: L,
+    started_at_ms: u64,
+    source: &mut S,
+) -> Result<ScanResult, Error> {
     let mut meta = RunMeta {
-        run_id: run,
+        run_id: log.run(),
         restarts: 0,
-        started_at: rfc3339(started),
+        started_at: rfc3339(started_at_ms),
         finished_at: None,
         restarted_from: None,
         superseded_by: None,
         server_count: None,
     };
     if contract.mode == Mode::Count {
-        if let Some(n) = tokio::time::timeout(
+        let asked = tokio::time::timeout(
             Duration::from_millis(contract.limits.page_timeout_ms()),
             source.count(),
         )
-        .await
-        .ok()
-        .flatten()
-        {
+        .await;
+        if let Ok(Some(n)) = asked {
             meta.server_count = Some(n);
-            sink.server_count(run, n)?;
-            return finish(contract.clone(), meta, rec, sink);
+            log.set_server_count(n);
+            rec.counted_by_source(n, contract.expected_count);
+            log.checkpoint(&rec, Delta::default())?;
+            return finish(contract.clone(), meta, rec, log);
         }
     }
-    drive(contract.clone(), meta, rec, source, sink, None).await
+    drive(contract.clone(), meta, rec, log, source, None).await
 }
 
-/// Continues a stored run that a crash or a transient stop interrupted.
+/// Continues a stored run that a crash, a budget or a transient failure interrupted, with its
+/// budgets raised by `raise`.
+///
+/// # Errors
+/// `NotResumable` (through `Error::Write`) when it cannot go on; otherwise as [`scan`].
+pub async fn resume<S: PageSource>(
+    store: &mut Store,
+    run: RunId,
+    raise: &Raise,
+    source: &mut S,
+) -> Result<ScanResult, Error> {
+    let (log, loaded) = store.resume(run, raise)?;
+    resume_with(loaded, log, raise.deadline_seconds, source).await
+}
+
+/// Continues a run that `Store::resume` reopened, recording through any `RunLog`;
+/// `deadline_seconds` bounds this session of the run.
 ///
 /// # Errors
 /// As [`scan`].
-pub async fn resume<S: PageSource, K: RunSink>(
-    contract: Contract,
-    meta: RunMeta,
-    rec: Reconciler,
-    source: &mut S,
-    sink: &mut K,
+pub async fn resume_with<S: PageSource, L: RunLog>(
+    loaded: LoadedRun,
+    log: L,
     deadline_seconds: Option<u64>,
+    source: &mut S,
 ) -> Result<ScanResult, Error> {
-    drive(contract, meta, rec, source, sink, deadline_seconds).await
+    drive(
+        loaded.contract,
+        loaded.meta,
+        loaded.reconciler,
+        log,
+        source,
+        deadline_seconds,
+    )
+    .await
 }
 
-fn finish<K: RunSink>(
+fn finish<L: RunLog>(
     contract: Contract,
     mut meta: RunMeta,
-    mut rec: Reconciler,
-    sink: &mut K,
+    rec: Reconciler,
+    log: L,
 ) -> Result<ScanResult, Error> {
     let at = now_ms();
-    sink.finish(meta.run_id, &mut rec, at)?;
+    log.finish(&rec, at)?;
     meta.finished_at = Some(rfc3339(at));
     Ok(ScanResult {
         contract,
@@ -254,86 +252,87 @@ fn finish<K: RunSink>(
     })
 }
 
-enum Fetched {
-    Page(Page),
-    Failed(FetchFailure, String),
-    Expired,
-    Invalid(String),
-    Deadline,
-}
+/// The page bound, times the restarts a run may take, plus the turns that observe nothing.
+const TURNS_MAX: u64 =
+    PAGES_PER_RUN_MAX as u64 * (RESTARTS_MAX as u64 + 1) + RESTARTS_MAX as u64 * 2 + 2;
 
-#[allow(clippy::too_many_lines)] // One loop with every exit in sight reads better than pieces.
-async fn drive<S: PageSource, K: RunSink>(
+async fn drive<S: PageSource, L: RunLog>(
     mut contract: Contract,
     mut meta: RunMeta,
     mut rec: Reconciler,
+    mut log: L,
     source: &mut S,
-    sink: &mut K,
     deadline_override: Option<u64>,
 ) -> Result<ScanResult, Error> {
+    // A deadline too far to represent is no deadline: it cannot pass.
     let deadline = deadline_override
         .or(contract.limits.deadline_seconds)
-        .map(|s| Instant::now() + Duration::from_secs(s));
+        .and_then(|s| Instant::now().checked_add(Duration::from_secs(s)));
     let mut high_water_turns = 0u32;
-    // Bound: every turn observes a page, stops the run, or counts a restart/high-water turn.
-    let turns_max = u64::from(PAGES_PER_RUN_MAX) * u64::from(RESTARTS_MAX + 1)
-        + u64::from(RESTARTS_MAX) * 2
-        + 2;
-    for _turn in 0..turns_max {
+    for _turn in 0..TURNS_MAX {
         let Some(request) = rec.next_request().cloned() else {
             break;
         };
+        // A budget already spent (a resume that did not raise it) fetches nothing more; an
+        // operator's stop ends the run at this page boundary.
+        if let Some(limit) = rec
+            .budget_exhausted()
+            .or_else(|| log.should_stop().then_some(Limit::Interrupted))
+        {
+            rec.stop_on_limit(limit);
+            log.checkpoint(&rec, Delta::default())?;
+            break;
+        }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             rec.stop_on_limit(Limit::Deadline);
-            sink.checkpoint(meta.run_id, &mut rec, None)?;
+            log.checkpoint(&rec, Delta::default())?;
             break;
         }
         let preq = PageRequest {
             request: request.clone(),
             page_size: contract.page_size,
-            snapshot: rec.progress().pinned_snapshot.clone(),
+            snapshot: rec.progress().serving_snapshot.clone(),
             query: contract.scope.query.clone(),
         };
-        match fetch_with_retries(&contract, source, &preq, deadline).await? {
-            Fetched::Page(page) => {
-                let before = rec.progress().pages_observed;
-                let step = rec.observe(&page);
-                let log = PageLog {
-                    page_idx: rec.progress().pages_observed,
-                    cursor_hash: digest::cursor_hash(page.next.as_deref()),
-                    n_items: u32::try_from(page.items.len()).unwrap_or(u32::MAX),
-                    size_bytes: page.size_bytes,
-                    at_ms: now_ms(),
-                };
-                // A page rejected before ingest (R5, R6, R7, R16) is not in the page log.
-                let observed = log.page_idx > before;
-                sink.checkpoint(meta.run_id, &mut rec, observed.then_some(&log))?;
-                if step == Step::Restart {
-                    match restart(&mut contract, &mut meta, &mut rec, sink)? {
-                        true => continue,
-                        false => break,
+        match fetch::with_retries(&contract, source, &preq, deadline).await? {
+            fetch::Fetched::Page(page) => {
+                let mut seen = rec.observe(&page);
+                if let Some(p) = seen.delta.page.as_mut() {
+                    p.at_ms = now_ms();
+                }
+                log.checkpoint(&rec, seen.delta)?;
+                if seen.step == Step::Restart {
+                    match restart(&mut contract, &mut meta, &mut rec, log)? {
+                        (true, next) => {
+                            log = next;
+                            continue;
+                        }
+                        (false, same) => {
+                            log = same;
+                            break;
+                        }
                     }
                 }
             }
-            Fetched::Failed(kind, detail) => {
+            fetch::Fetched::Failed(kind, detail) => {
                 rec.fetch_failed(kind, detail);
-                sink.checkpoint(meta.run_id, &mut rec, None)?;
+                log.checkpoint(&rec, Delta::default())?;
             }
-            Fetched::Invalid(detail) => {
+            fetch::Fetched::Invalid(detail) => {
                 rec.page_invalid(detail);
-                sink.checkpoint(meta.run_id, &mut rec, None)?;
+                log.checkpoint(&rec, Delta::default())?;
             }
-            Fetched::Deadline => {
+            fetch::Fetched::Deadline => {
                 rec.stop_on_limit(Limit::Deadline);
-                sink.checkpoint(meta.run_id, &mut rec, None)?;
+                log.checkpoint(&rec, Delta::default())?;
             }
-            Fetched::Expired => match contract.on_expired_cursor {
+            fetch::Fetched::Expired => match contract.on_expired_cursor {
                 ExpiredPolicy::Block => {
                     rec.fetch_failed(
                         FetchFailure::ExpiredCursor,
                         format!("{} expired; the policy is block", request.describe()),
                     );
-                    sink.checkpoint(meta.run_id, &mut rec, None)?;
+                    log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::HighWater => {
                     high_water_turns += 1;
@@ -351,7 +350,7 @@ async fn drive<S: PageSource, K: RunSink>(
                             ),
                         );
                     }
-                    sink.checkpoint(meta.run_id, &mut rec, None)?;
+                    log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::Restart => {
                     rec.fetch_failed(
@@ -361,38 +360,44 @@ async fn drive<S: PageSource, K: RunSink>(
                             request.describe()
                         ),
                     );
-                    sink.checkpoint(meta.run_id, &mut rec, None)?;
-                    if !restart(&mut contract, &mut meta, &mut rec, sink)? {
-                        break;
+                    match restart(&mut contract, &mut meta, &mut rec, log)? {
+                        (true, next) => log = next,
+                        (false, same) => {
+                            log = same;
+                            log.checkpoint(&rec, Delta::default())?;
+                            break;
+                        }
                     }
                 }
             },
         }
     }
-    finish(contract, meta, rec, sink)
+    finish(contract, meta, rec, log)
 }
 
-/// Ends the current run as superseded and begins a new one under a fresh snapshot.
-/// Returns false when the restart budget is spent (the current run stays as it is).
-fn restart<K: RunSink>(
+/// Ends the current run as superseded and begins a new one under a fresh snapshot, in one
+/// transaction. Returns false (and the same log) when the restart budget is spent.
+fn restart<L: RunLog>(
     contract: &mut Contract,
     meta: &mut RunMeta,
     rec: &mut Reconciler,
-    sink: &mut K,
-) -> Result<bool, Error> {
+    log: L,
+) -> Result<(bool, L), Error> {
     if meta.restarts >= RESTARTS_MAX {
-        return Ok(false);
+        return Ok((false, log));
     }
     let old = meta.run_id;
     let at = now_ms();
-    sink.finish(old, rec, at)?;
     // The new run pins to whatever snapshot the source serves now; never spliced with the old.
-    contract.snapshot_id = None;
+    let mut next = contract.clone();
+    next.snapshot_id = None;
+    let log = log.restart(rec, &next, at)?;
+    let interner = rec.codec().interner().clone();
+    *contract = next;
     *rec = Reconciler::new(contract);
-    let new = sink.begin(contract, Some(old), at, rec)?;
-    sink.supersede(old, new)?;
+    rec.set_interner(interner);
     *meta = RunMeta {
-        run_id: new,
+        run_id: log.run(),
         restarts: meta.restarts + 1,
         started_at: rfc3339(at),
         finished_at: None,
@@ -400,89 +405,50 @@ fn restart<K: RunSink>(
         superseded_by: None,
         server_count: None,
     };
-    Ok(true)
-}
-
-async fn fetch_with_retries<S: PageSource>(
-    contract: &Contract,
-    source: &mut S,
-    req: &PageRequest,
-    deadline: Option<Instant>,
-) -> Result<Fetched, Error> {
-    let page_timeout = Duration::from_millis(contract.limits.page_timeout_ms());
-    let attempts = contract.limits.retries().saturating_add(1);
-    let mut last = FetchFailure::Timeout;
-    let mut throttle = None;
-    for attempt in 0..attempts {
-        let mut timeout = page_timeout;
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(Fetched::Deadline);
-            }
-            timeout = timeout.min(left);
-        }
-        match tokio::time::timeout(timeout, source.fetch(req)).await {
-            Ok(Ok(page)) => return Ok(Fetched::Page(page)),
-            Ok(Err(FetchError::Fatal(e))) => return Err(Error::Source(e)),
-            Ok(Err(FetchError::Forbidden)) => {
-                return Ok(Fetched::Failed(
-                    FetchFailure::Forbidden,
-                    format!("access denied on {}", req.request.describe()),
-                ))
-            }
-            Ok(Err(FetchError::ExpiredCursor)) => return Ok(Fetched::Expired),
-            Ok(Err(FetchError::InvalidPage { detail })) => return Ok(Fetched::Invalid(detail)),
-            Ok(Err(FetchError::ServerError)) => last = FetchFailure::ServerError,
-            Ok(Err(FetchError::Throttled { retry_after })) => {
-                last = FetchFailure::ServerError;
-                throttle = Some(retry_after);
-            }
-            Ok(Err(FetchError::Timeout)) | Err(_) => {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Ok(Fetched::Deadline);
-                }
-                last = FetchFailure::Timeout;
-            }
-        }
-        if attempt + 1 < attempts {
-            let mut backoff = BACKOFF_BASE
-                .saturating_mul(1u32 << attempt.min(16))
-                .min(BACKOFF_MAX);
-            if let Some(asked) = throttle.take() {
-                backoff = backoff.max(asked);
-            }
-            // The wait never runs past the deadline.
-            if let Some(d) = deadline {
-                let left = d.saturating_duration_since(Instant::now());
-                if backoff >= left {
-                    tokio::time::sleep(left).await;
-                    return Ok(Fetched::Deadline);
-                }
-            }
-            tokio::time::sleep(backoff).await;
-        }
-    }
-    let what = match last {
-        FetchFailure::ServerError => "a server error",
-        _ => "a timeout",
-    };
-    Ok(Fetched::Failed(
-        last,
-        format!(
-            "{} failed with {what} after {attempts} attempt(s)",
-            req.request.describe()
-        ),
-    ))
+    Ok((true, log))
 }
 
 /// A complete inventory: returned only for a verified run.
 #[derive(Debug)]
 pub struct Inventory {
+    receipt: Receipt,
+    ids: IdSet,
+    codec: IdCodec,
+}
+
+impl Inventory {
     /// The receipt (status `verified`).
-    pub receipt: Receipt,
-    /// Every unique ID of the collection.
-    pub ids: IdSet,
+    #[must_use]
+    pub fn receipt(&self) -> &Receipt {
+        &self.receipt
+    }
+
+    /// Every unique ID of the collection, in its original form, ascending by the codec's
+    /// order (numbers for `int` and `prefixed`, first appearance for `string`).
+    pub fn ids(&self) -> impl Iterator<Item = RawId> + '_ {
+        self.ids.iter().map(|id| match self.codec.kind() {
+            crate::contract::IdCodecKind::Int => RawId::Int(id),
+            _ => RawId::Str(self.codec.render(id)),
+        })
+    }
+
+    /// The IDs as the store keeps them (u64s; interned indexes for the `string` codec).
+    #[must_use]
+    pub fn id_set(&self) -> &IdSet {
+        &self.ids
+    }
+
+    /// How many unique IDs.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.ids.len()
+    }
+
+    /// Whether the collection is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
 }
 
 /// Anything short of a verified inventory. What was collected stays inside: it is never
@@ -500,9 +466,6 @@ pub struct IncompleteRead {
 impl std::fmt::Display for IncompleteRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "incomplete read")?;
-        if let Some(e) = &self.error {
-            write!(f, ": {e}")?;
-        }
         for v in &self.reasons {
             write!(f, "; {} on page {}", v.kind.as_str(), v.page)?;
         }
@@ -510,17 +473,24 @@ impl std::fmt::Display for IncompleteRead {
     }
 }
 
-impl std::error::Error for IncompleteRead {}
+impl std::error::Error for IncompleteRead {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// The all-or-fail read of the seeds: an `Inventory` only when the run is verified.
 ///
 /// ```
-/// use scanledger::{collect, Contract, SimConfig, SimSource};
+/// use scanledger::{collect, Contract, RawId, SimConfig, SimSource};
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
 /// let mut ok = SimSource::new(SimConfig { records: 10, ..SimConfig::default() });
-/// assert!(rt.block_on(collect::collect(&Contract::new("s"), &mut ok)).is_ok());
+/// let inventory = rt.block_on(collect(&Contract::new("s"), &mut ok)).unwrap();
+/// assert_eq!(inventory.ids().next(), Some(RawId::Int(1)));
 /// let mut broken = SimSource::new(SimConfig { records: 500, fail_at: Some(2), ..SimConfig::default() });
-/// let err = rt.block_on(collect::collect(&Contract::new("s"), &mut broken)).unwrap_err();
+/// let err = rt.block_on(collect(&Contract::new("s"), &mut broken)).unwrap_err();
 /// assert_eq!(err.reasons[0].kind.as_str(), "page_failed");
 /// ```
 ///
@@ -530,7 +500,8 @@ pub async fn collect<S: PageSource>(
     contract: &Contract,
     source: &mut S,
 ) -> Result<Inventory, IncompleteRead> {
-    match scan(contract, source, &mut MemorySink::default()).await {
+    let rec = Reconciler::new(contract);
+    match scan_with(contract, rec, MemoryLog::default(), now_ms(), source).await {
         Err(e) => Err(IncompleteRead {
             receipt: None,
             reasons: Vec::new(),
@@ -542,6 +513,7 @@ pub async fn collect<S: PageSource>(
                 Ok(Inventory {
                     receipt,
                     ids: done.reconciler.ids().clone(),
+                    codec: done.reconciler.codec().clone(),
                 })
             } else {
                 Err(IncompleteRead {

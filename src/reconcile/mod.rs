@@ -1,258 +1,41 @@
 //! The reconciliation core: observes pages and decides what to request next or why a run stopped.
 //!
 //! `Reconciler` is a pure state machine. It does no IO, reads no clock, takes no lock and never
-//! awaits: the collector feeds it pages and failures, the store persists its `Progress` and
-//! bitmaps, the receipt reads it. It applies the rules R1-R16 of SPEC §2 exactly; findings are
-//! `Violation`s (data), never errors.
+//! awaits: the collector feeds it pages and failures, the store persists what each page changed
+//! (the `Delta` that `observe` returns) and its `Progress`, the receipt reads it. It applies the
+//! rules R1-R16 of the reference's rules table exactly, one step per rule group
+//! (`observe.rs`); findings are `Violation`s (data), never errors. It keeps no record of what the
+//! store has persisted.
 //!
 //! Invariants (checked by `check_invariants`):
 //! - `unique_ids_observed == ids.len()` and `records_observed == unique + duplicate_ids`;
 //! - a finished run has no pending request unless it stopped on a transient cause (a limit, a
 //!   failed page), in which case the request is kept so the run can be resumed;
-//! - `verified` only after a terminal page with the contract's end signal and no violation.
+//! - `verified` only after a terminal page with the contract's end signal and no violation;
+//! - `all_records_in_snapshot` only when every page was served from the pinned snapshot.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::codec::IdCodec;
-use crate::contract::{
-    Contract, EndSignal, Mode, Page, SnapshotPolicy, CURSOR_LEN_MAX, ITEMS_PER_PAGE_MAX,
-    LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX, LABEL_LEN_MAX, PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX,
-    VIOLATIONS_KEPT_MAX,
-};
+use crate::codec::{IdCodec, Interner};
+use crate::contract::{Contract, EndSignal, Mode, SnapshotPolicy, PAGES_PER_RUN_MAX};
 use crate::digest::{self, Hash};
 use crate::idset::IdSet;
 
+mod observe;
 #[cfg(test)]
 mod tests;
+mod types;
+
+pub use types::{
+    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Request, Status, Step,
+    Violation, ViolationKind,
+};
 
 /// IDs named in one violation's detail before it says "and N more".
 const DETAIL_IDS_MAX: usize = 5;
-
-/// The coverage status of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// A collection-wide claim is allowed.
-    Verified,
-    /// Coverage could not be established.
-    Unknown,
-    /// The enumeration is shown to be defective.
-    Failed,
-}
-
-impl Status {
-    /// The name receipts use.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Verified => "verified",
-            Status::Unknown => "unknown",
-            Status::Failed => "failed",
-        }
-    }
-
-    /// The process exit code of SPEC §8.
-    #[must_use]
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Status::Verified => 0,
-            Status::Unknown => 3,
-            Status::Failed => 4,
-        }
-    }
-}
-
-/// The kinds of violation of SPEC §2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ViolationKind {
-    /// R3.
-    RepeatedCursor,
-    /// R4.
-    DuplicateId,
-    /// R5.
-    SnapshotChanged,
-    /// R6.
-    QueryChanged,
-    /// R7.
-    ContradictoryCompletion,
-    /// R8.
-    MissingCompletionEvidence,
-    /// R9.
-    TruncatedPage,
-    /// R10.
-    CountMismatch,
-    /// R11.
-    PartitionMismatch,
-    /// R12.
-    LimitReached,
-    /// R13.
-    PageFailed,
-    /// R14.
-    AccessDenied,
-    /// R15.
-    ExpiredCursor,
-    /// R16.
-    InvalidPage,
-}
-
-impl ViolationKind {
-    /// The status the violation forces.
-    #[must_use]
-    pub fn status(self) -> Status {
-        use ViolationKind as K;
-        match self {
-            K::RepeatedCursor
-            | K::DuplicateId
-            | K::SnapshotChanged
-            | K::QueryChanged
-            | K::ContradictoryCompletion
-            | K::CountMismatch
-            | K::PartitionMismatch
-            | K::InvalidPage => Status::Failed,
-            K::MissingCompletionEvidence
-            | K::TruncatedPage
-            | K::LimitReached
-            | K::PageFailed
-            | K::AccessDenied
-            | K::ExpiredCursor => Status::Unknown,
-        }
-    }
-
-    /// Whether the stop is transient: resuming the run may still reach the end.
-    #[must_use]
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ViolationKind::LimitReached
-                | ViolationKind::PageFailed
-                | ViolationKind::AccessDenied
-                | ViolationKind::ExpiredCursor
-        )
-    }
-
-    /// The snake-case name receipts use.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        use ViolationKind as K;
-        match self {
-            K::RepeatedCursor => "repeated_cursor",
-            K::DuplicateId => "duplicate_id",
-            K::SnapshotChanged => "snapshot_changed",
-            K::QueryChanged => "query_changed",
-            K::ContradictoryCompletion => "contradictory_completion",
-            K::MissingCompletionEvidence => "missing_completion_evidence",
-            K::TruncatedPage => "truncated_page",
-            K::CountMismatch => "count_mismatch",
-            K::PartitionMismatch => "partition_mismatch",
-            K::LimitReached => "limit_reached",
-            K::PageFailed => "page_failed",
-            K::AccessDenied => "access_denied",
-            K::ExpiredCursor => "expired_cursor",
-            K::InvalidPage => "invalid_page",
-        }
-    }
-}
-
-/// One finding: what, on which page (1-based; 0 for the run as a whole), and the particulars.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
-    /// What rule fired.
-    pub kind: ViolationKind,
-    /// The page it fired on (1-based), or the last page for end-of-run checks.
-    pub page: u32,
-    /// Particulars; never a raw cursor.
-    pub detail: String,
-}
-
-/// A budget that stopped a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Limit {
-    /// `max_pages`.
-    MaxPages,
-    /// `max_records`.
-    MaxRecords,
-    /// `max_bytes`.
-    MaxBytes,
-    /// `deadline_seconds`.
-    Deadline,
-    /// The sample size of `sample N` mode.
-    Sample,
-}
-
-impl Limit {
-    /// The name receipts use.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::MaxPages => "max_pages",
-            Limit::MaxRecords => "max_records",
-            Limit::MaxBytes => "max_bytes",
-            Limit::Deadline => "deadline",
-            Limit::Sample => "sample",
-        }
-    }
-}
-
-/// What to ask the source for next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Request {
-    /// The first page (no cursor).
-    First,
-    /// The page a cursor points to.
-    Cursor(String),
-    /// A fresh request for what follows an ordering key (the `high_water` policy).
-    After(String),
-}
-
-impl Request {
-    /// The cursor, if the request has one.
-    #[must_use]
-    pub fn cursor(&self) -> Option<&str> {
-        match self {
-            Request::Cursor(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// A description safe for logs and errors: cursors appear only as fingerprints.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self {
-            Request::First => digest::cursor_fingerprint(None),
-            Request::Cursor(c) => digest::cursor_fingerprint(Some(c)),
-            Request::After(k) => format!("the page after key {k}"),
-        }
-    }
-}
-
-/// How a page request ended when it produced no page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FetchFailure {
-    /// Timed out (per page or against the deadline) on every attempt.
-    Timeout,
-    /// The source answered with a server error on every attempt.
-    ServerError,
-    /// The source refused access.
-    Forbidden,
-    /// The source said the cursor expired and the policy is `block`.
-    ExpiredCursor,
-}
-
-/// The result of observing a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// Request this next.
-    Continue(Request),
-    /// The snapshot changed and the policy says restart: begin a new run.
-    Restart,
-    /// The run is finished; read its status.
-    Done,
-}
 
 /// What a run knows about itself apart from its ID sets: small, persisted on every checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -269,18 +52,24 @@ pub struct Progress {
     pub chain: Hash,
     /// What to request next, if anything.
     pub next: Option<Request>,
-    /// The snapshot the run is pinned to.
+    /// The snapshot the run is pinned to: the contract's, or the first page's echo. The cursor
+    /// chain starts from it and the receipt names it.
     pub pinned_snapshot: Option<String>,
+    /// The snapshot pages are compared with (R5): the pinned one, until a `high_water`
+    /// continuation is served from another, which the run then follows (and is `spliced`).
+    pub serving_snapshot: Option<String>,
     /// A terminal page with the end signal was observed.
     pub terminal_observed: bool,
     /// The run is finished (until a resume reopens it).
     pub finished: bool,
     /// The `high_water` policy continued the run with a fresh request.
     pub high_water_used: bool,
-    /// After a `high_water` continuation, the source echoed the pinned snapshot again.
-    pub high_water_pinned: bool,
-    /// After a `high_water` continuation, the source echoed another snapshot.
-    pub high_water_unpinned: bool,
+    /// Since the last `high_water` continuation, no page has echoed the snapshot the run is
+    /// pinned to: the continuation may come from another collection state.
+    pub high_water_unconfirmed: bool,
+    /// A `high_water` continuation was served from another snapshot: the run spans two
+    /// collection states, so it concludes at most about the live collection.
+    pub spliced: bool,
     /// Findings, the first `VIOLATIONS_KEPT_MAX`.
     pub violations: Vec<Violation>,
     /// Findings past the kept ones.
@@ -323,8 +112,6 @@ pub struct Reconciler {
     labels: Vec<IdSet>,
     seen_cursors: HashSet<Hash>,
     progress: Progress,
-    touched: Vec<u64>,
-    touched_labels: Vec<(u32, u64)>,
     scratch_ids: Vec<u64>,
     scratch_dups: Vec<u64>,
 }
@@ -336,7 +123,9 @@ impl Reconciler {
     /// use scanledger::{Contract, Item, Page, Reconciler, Step, Status};
     /// let mut r = Reconciler::new(&Contract::new("s"));
     /// let page = Page { items: vec![Item::int(1), Item::int(2)], ..Page::default() };
-    /// assert_eq!(r.observe(&page), Step::Done);
+    /// let seen = r.observe(&page);
+    /// assert_eq!(seen.step, Step::Done);
+    /// assert_eq!(seen.delta.partitions, vec![0]);
     /// assert_eq!(r.status(), Status::Verified);
     /// ```
     #[must_use]
@@ -368,11 +157,12 @@ impl Reconciler {
                 chain,
                 next: Some(Request::First),
                 pinned_snapshot: contract.snapshot_id.clone(),
+                serving_snapshot: contract.snapshot_id.clone(),
                 terminal_observed: false,
                 finished: false,
                 high_water_used: false,
-                high_water_pinned: false,
-                high_water_unpinned: false,
+                high_water_unconfirmed: false,
+                spliced: false,
                 violations: Vec::new(),
                 violations_dropped: 0,
                 violations_dropped_worst: None,
@@ -382,8 +172,6 @@ impl Reconciler {
                 id_prefix: contract.id_prefix.clone(),
                 echoed_total: None,
             },
-            touched: Vec::new(),
-            touched_labels: Vec::new(),
             scratch_ids: Vec::new(),
             scratch_dups: Vec::new(),
         }
@@ -419,6 +207,12 @@ impl Reconciler {
         r
     }
 
+    /// Gives the `string` codec the dictionary of the run's (source, tenant), so runs over one
+    /// collection share IDs. The store supplies it when a run begins.
+    pub fn set_interner(&mut self, interner: Interner) {
+        *self.codec.interner_mut() = interner;
+    }
+
     /// Reopens a run that stopped on a transient cause (a limit, a failed page, a sample),
     /// dropping those findings so it can go on to the end. Returns false, changing nothing,
     /// when the run cannot go on: it has a lasting finding or nothing left to request.
@@ -442,216 +236,28 @@ impl Reconciler {
         true
     }
 
-    /// Raises the budgets of a reopened run (`resume --max-pages ...`).
-    pub fn raise_limits(
-        &mut self,
-        max_pages: Option<u32>,
-        max_records: Option<u64>,
-        max_bytes: Option<u64>,
-    ) {
-        if let Some(n) = max_pages {
-            self.settings.max_pages = n.min(PAGES_PER_RUN_MAX);
-        }
-        if max_records.is_some() {
-            self.settings.max_records = max_records;
-        }
-        if max_bytes.is_some() {
-            self.settings.max_bytes = max_bytes;
-        }
-        if matches!(self.settings.mode, Mode::Sample(_)) {
-            // A resumed sample continues as a full scan (SPEC §4).
-            self.settings.mode = Mode::All;
-        }
+    /// The run's budgets and mode after a resume (`resume --max-pages ...`, a sample going on
+    /// as a full scan): the store records the same contract with the run.
+    pub fn apply_contract(&mut self, contract: &Contract) {
+        self.settings.max_pages = contract.limits.max_pages().min(PAGES_PER_RUN_MAX);
+        self.settings.max_records = contract.limits.max_records;
+        self.settings.max_bytes = contract.limits.max_bytes;
+        self.settings.mode = contract.mode;
     }
 
-    /// Observes one page and says what to do next.
-    ///
-    /// # Panics
-    /// If the run is already finished: feeding a finished run is a bug of the caller.
-    pub fn observe(&mut self, page: &Page) -> Step {
-        assert!(!self.progress.finished, "observe on a finished run");
-        let page_idx = self.progress.pages_observed.saturating_add(1);
-
-        if let Some(detail) = self.page_bounds(page, page_idx) {
-            return self.stop(ViolationKind::InvalidPage, page_idx, detail);
-        }
-        if let Some(echoed) = &page.snapshot {
-            match &self.progress.pinned_snapshot {
-                // The first page pins the run; a snapshot first echoed on a later page does
-                // not, since the pages before it were not served from it: the run stays live.
-                None if page_idx == 1 => self.progress.pinned_snapshot = Some(echoed.clone()),
-                None => {}
-                Some(pinned) if pinned == echoed => {
-                    let p = &mut self.progress;
-                    p.high_water_pinned |= p.high_water_used && !p.high_water_unpinned;
-                }
-                Some(_) if self.progress.high_water_used => {
-                    // A fresh request after an expired cursor may be served from a newer
-                    // collection state: not a defect (R5), but the claim drops to the live
-                    // collection (SPEC §5).
-                    self.progress.high_water_pinned = false;
-                    self.progress.high_water_unpinned = true;
-                }
-                Some(_) => {
-                    let detail = "the echoed snapshot differs from the pinned one".to_owned();
-                    if self.settings.on_snapshot_change == SnapshotPolicy::Restart {
-                        self.record(ViolationKind::SnapshotChanged, page_idx, detail);
-                        self.progress.finished = true;
-                        self.progress.next = None;
-                        return Step::Restart;
-                    }
-                    return self.stop(ViolationKind::SnapshotChanged, page_idx, detail);
-                }
-            }
-        }
-        if let Some(echoed) = &page.query {
-            if !same_query(&self.settings.query, echoed) {
-                return self.stop(
-                    ViolationKind::QueryChanged,
-                    page_idx,
-                    format!(
-                        "the page echoes query {}, the contract's digest is {}",
-                        digest::display(&digest::sha256(digest::canonical_json(echoed).as_bytes())),
-                        self.query_digest
-                    ),
-                );
-            }
-        }
-        match (page.complete, page.next.is_some()) {
-            (Some(true), true) => {
-                return self.stop(
-                    ViolationKind::ContradictoryCompletion,
-                    page_idx,
-                    "complete: true together with a next cursor".to_owned(),
-                )
-            }
-            (Some(false), false) => {
-                return self.stop(
-                    ViolationKind::ContradictoryCompletion,
-                    page_idx,
-                    "complete: false with no cursor to continue from".to_owned(),
-                )
-            }
-            _ => {}
-        }
-
-        // Decode every ID and label before touching the sets, so a bad page changes nothing.
-        let mut ids = std::mem::take(&mut self.scratch_ids);
-        ids.clear();
-        let mut new_labels: Vec<&str> = Vec::new();
-        for (i, item) in page.items.iter().enumerate() {
-            match self.codec.encode(&item.id) {
-                Ok(id) => ids.push(id),
-                Err(e) => {
-                    self.scratch_ids = ids;
-                    return self.stop(
-                        ViolationKind::InvalidPage,
-                        page_idx,
-                        format!("item {i}: {e}"),
-                    );
-                }
-            }
-            if let Some(detail) = self.check_labels(&item.labels, i, &mut new_labels) {
-                self.scratch_ids = ids;
-                return self.stop(ViolationKind::InvalidPage, page_idx, detail);
-            }
-        }
-        self.progress.id_prefix = self.codec.prefix().map(str::to_owned);
-
-        let mut dups = std::mem::take(&mut self.scratch_dups);
-        dups.clear();
-        self.ids.insert_many(&ids, &mut dups, &mut self.touched);
-        for (item, id) in page.items.iter().zip(&ids) {
-            for name in &item.labels {
-                self.add_label(name, *id);
-            }
-        }
-        let n_items = ids.len() as u64;
-        self.progress.pages_observed = page_idx;
-        self.progress.records_observed += n_items;
-        self.progress.bytes_observed = self.progress.bytes_observed.saturating_add(page.size_bytes);
-        self.progress.duplicate_ids += dups.len() as u64;
-        if let Some(last) = ids.last() {
-            self.progress.last_key = Some(*last);
-        }
-        if page_idx == 1 {
-            // The chain starts from the snapshot the run is pinned to, which the first page
-            // may have just supplied, so that it recomputes from the receipt alone.
-            self.progress.chain =
-                digest::chain_start(&self.query_digest, self.progress.pinned_snapshot.as_deref());
-        }
-        let next_hash = digest::cursor_hash(page.next.as_deref());
-        self.progress.chain = digest::chain_next(&self.progress.chain, &next_hash);
-        if !dups.is_empty() {
-            let detail = self.describe_ids("duplicate IDs", &dups);
-            self.record(ViolationKind::DuplicateId, page_idx, detail);
-        }
-        self.scratch_ids = ids;
-        self.scratch_dups = dups;
-
-        if page.next.is_some() && !self.seen_cursors.insert(next_hash) {
-            return self.stop(
-                ViolationKind::RepeatedCursor,
-                page_idx,
-                format!(
-                    "{} was returned before in this traversal",
-                    digest::cursor_fingerprint(page.next.as_deref())
-                ),
-            );
-        }
-        if page.truncated {
+    /// Records a `count`-mode answer from the source's own authorized count: the run ends
+    /// without a traversal (no ID set, so its coverage stays `unknown`), and a count that
+    /// disagrees with the contract's `expected_count` is R10.
+    pub fn counted_by_source(&mut self, n: u64, expected: Option<u64>) {
+        if let Some(e) = expected.filter(|e| *e != n) {
             self.record(
-                ViolationKind::TruncatedPage,
-                page_idx,
-                "the source warned that this page was truncated".to_owned(),
+                ViolationKind::CountMismatch,
+                0,
+                format!("the source counts {n} records, the contract expects {e}"),
             );
         }
-
-        if page.total.is_some() {
-            self.progress.echoed_total = page.total;
-        }
-        let terminal = match self.settings.end_signal {
-            EndSignal::CursorAbsent => page.next.is_none(),
-            EndSignal::CompleteFlag => page.complete == Some(true),
-            EndSignal::Both => page.next.is_none() && page.complete == Some(true),
-            // Page-number and offset pagination: the position is the items observed so far.
-            EndSignal::Total => page
-                .total
-                .is_some_and(|t| self.progress.records_observed >= t),
-            EndSignal::EmptyPage => page.items.is_empty(),
-        };
-        if !terminal && page.next.is_none() {
-            return self.stop(
-                ViolationKind::MissingCompletionEvidence,
-                page_idx,
-                "the last page has no cursor and no complete: true, which the contract requires"
-                    .to_owned(),
-            );
-        }
-        if terminal {
-            self.progress.terminal_observed = true;
-            self.end_checks(page_idx);
-            self.progress.finished = true;
-            self.progress.next = None;
-            return Step::Done;
-        }
-        let next = match &page.next {
-            Some(c) => Request::Cursor(c.clone()),
-            // Under `complete_flag` a page with no cursor and no flag was handled above.
-            None => {
-                return self.stop(
-                    ViolationKind::MissingCompletionEvidence,
-                    page_idx,
-                    "no cursor to continue from".to_owned(),
-                )
-            }
-        };
-        self.progress.next = Some(next.clone());
-        if let Some(limit) = self.budget_exhausted() {
-            self.stop_on_limit(limit);
-            return Step::Done;
-        }
-        Step::Continue(next)
+        self.progress.finished = true;
+        self.progress.next = None;
     }
 
     /// Records that the next page could not be fetched; the run stops, keeping its request.
@@ -679,12 +285,16 @@ impl Reconciler {
         self.stop(ViolationKind::InvalidPage, page_idx, detail);
     }
 
-    /// Stops the run because a budget ran out (the deadline, which the collector watches).
+    /// Stops the run because a budget ran out. The deadline is reported on the page whose
+    /// request it cut; the other budgets on the page that spent them.
     pub fn stop_on_limit(&mut self, limit: Limit) {
         if self.progress.finished {
             return;
         }
-        let page_idx = self.progress.pages_observed;
+        let page_idx = match limit {
+            Limit::Deadline => self.progress.pages_observed.saturating_add(1),
+            _ => self.progress.pages_observed,
+        };
         if !self.progress.limits_hit.contains(&limit) {
             self.progress.limits_hit.push(limit);
         }
@@ -693,6 +303,10 @@ impl Reconciler {
                 "sample of {} items taken; the items are the first in source order",
                 self.progress.records_observed
             ),
+            Limit::Deadline => "the deadline passed before the end signal".to_owned(),
+            Limit::Interrupted => {
+                "the operator stopped the scan at a page boundary; resume continues it".to_owned()
+            }
             other => format!("{} reached before the end signal", other.as_str()),
         };
         self.record(ViolationKind::LimitReached, page_idx, detail);
@@ -705,12 +319,15 @@ impl Reconciler {
         let key = self.progress.last_key?;
         let req = Request::After(self.codec.render(key));
         self.progress.high_water_used = true;
-        self.progress.high_water_pinned = false;
+        self.progress.high_water_unconfirmed = true;
         self.progress.next = Some(req.clone());
         Some(req)
     }
 
-    fn budget_exhausted(&self) -> Option<Limit> {
+    /// The budget the run has already spent, if any: checked before each request, so a run
+    /// resumed without raising the budget that stopped it fetches nothing more.
+    #[must_use]
+    pub fn budget_exhausted(&self) -> Option<Limit> {
         let p = &self.progress;
         if let Mode::Sample(n) = self.settings.mode {
             if p.records_observed >= n {
@@ -737,167 +354,13 @@ impl Reconciler {
         None
     }
 
-    fn end_checks(&mut self, page_idx: u32) {
-        if let Some(total) = self.progress.echoed_total {
-            // The source's own count of the scope (R10): a record skipped or served twice by
-            // drifting offsets shows up here.
-            let seen = self.ids.len();
-            if seen != total {
-                self.record(
-                    ViolationKind::CountMismatch,
-                    page_idx,
-                    format!(
-                        "the source echoed a total of {total} records, observed {seen} unique IDs"
-                    ),
-                );
-            }
-        }
-        if let Some(expected) = self.settings.expected_count {
-            let seen = self.ids.len();
-            if seen != expected {
-                self.record(
-                    ViolationKind::CountMismatch,
-                    page_idx,
-                    format!("expected {expected} unique IDs, observed {seen}"),
-                );
-            }
-        }
-        if let Some(expected) = self.settings.expected_partitions.clone() {
-            let mut differing = Vec::new();
-            let mut listed = HashSet::with_capacity(expected.len());
-            for (p, n) in &expected {
-                listed.insert(*p);
-                let seen = self
-                    .ids
-                    .partition(*p)
-                    .map_or(0, roaring::RoaringBitmap::len);
-                if seen != *n {
-                    differing.push(format!("{p} (expected {n}, observed {seen})"));
-                }
-            }
-            for (p, b) in self.ids.partitions() {
-                if !listed.contains(&p) {
-                    differing.push(format!("{p} (expected 0, observed {})", b.len()));
-                }
-            }
-            if !differing.is_empty() {
-                let total = differing.len();
-                differing.truncate(16);
-                let more = if total > 16 {
-                    format!(" and {} more", total - 16)
-                } else {
-                    String::new()
-                };
-                self.record(
-                    ViolationKind::PartitionMismatch,
-                    page_idx,
-                    format!("partitions differ: {}{more}", differing.join(", ")),
-                );
-            }
-        }
-    }
-
-    fn page_bounds(&self, page: &Page, page_idx: u32) -> Option<String> {
-        if page.items.len() as u64 > u64::from(ITEMS_PER_PAGE_MAX) {
-            return Some(format!(
-                "{} items exceed the bound of {ITEMS_PER_PAGE_MAX} per page",
-                page.items.len()
-            ));
-        }
-        if page.size_bytes > PAGE_SIZE_BYTES_MAX {
-            return Some(format!(
-                "{} bytes exceed the bound of {PAGE_SIZE_BYTES_MAX} per page",
-                page.size_bytes
-            ));
-        }
-        if let Some(c) = &page.next {
-            if c.len() > CURSOR_LEN_MAX {
-                return Some(format!(
-                    "cursor of {} bytes exceeds the bound of {CURSOR_LEN_MAX}",
-                    c.len()
-                ));
-            }
-            if c.is_empty() {
-                return Some("an empty string is not a cursor".to_owned());
-            }
-        }
-        if page_idx > PAGES_PER_RUN_MAX {
-            return Some(format!("more than {PAGES_PER_RUN_MAX} pages in one run"));
-        }
-        None
-    }
-
-    /// Checks one item's labels; `new_labels` collects the names this page introduces, so
-    /// that the per-run bound holds within a page too.
-    fn check_labels<'p>(
-        &self,
-        labels: &'p [String],
-        item: usize,
-        new_labels: &mut Vec<&'p str>,
-    ) -> Option<String> {
-        if labels.len() > LABELS_PER_ITEM_MAX {
-            return Some(format!(
-                "item {item}: {} labels exceed the bound of {LABELS_PER_ITEM_MAX}",
-                labels.len()
-            ));
-        }
-        for l in labels {
-            if l.is_empty() || l.len() > LABEL_LEN_MAX {
-                return Some(format!(
-                    "item {item}: a label name must be 1 to {LABEL_LEN_MAX} bytes"
-                ));
-            }
-            if !self.progress.label_names.contains(l) && !new_labels.contains(&l.as_str()) {
-                if self.progress.label_names.len() + new_labels.len() >= LABELS_PER_RUN_MAX {
-                    return Some(format!(
-                        "item {item}: more than {LABELS_PER_RUN_MAX} distinct labels in one run"
-                    ));
-                }
-                new_labels.push(l);
-            }
-        }
-        None
-    }
-
-    fn add_label(&mut self, name: &str, id: u64) {
-        let idx = match self.progress.label_names.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                self.progress.label_names.push(name.to_owned());
-                self.labels.push(IdSet::new());
-                self.labels.len() - 1
-            }
-        };
-        if self.labels[idx].insert(id) {
-            // At most LABELS_PER_RUN_MAX labels, so the index fits a u32.
-            let key = (idx as u32, crate::idset::partition_of(id));
-            if self.touched_labels.last() != Some(&key) {
-                self.touched_labels.push(key);
-            }
-        }
-    }
-
-    fn describe_ids(&self, what: &str, ids: &[u64]) -> String {
-        let shown: Vec<String> = ids
-            .iter()
-            .take(DETAIL_IDS_MAX)
-            .map(|id| self.codec.render(*id))
-            .collect();
-        let more = if ids.len() > DETAIL_IDS_MAX {
-            format!(" and {} more", ids.len() - DETAIL_IDS_MAX)
-        } else {
-            String::new()
-        };
-        format!("{} {what}: {}{more}", ids.len(), shown.join(", "))
-    }
-
     fn record(&mut self, kind: ViolationKind, page: u32, detail: String) {
-        if self.progress.violations.len() < VIOLATIONS_KEPT_MAX {
+        if self.progress.violations.len() < crate::contract::VIOLATIONS_KEPT_MAX {
             self.progress
                 .violations
                 .push(Violation { kind, page, detail });
         } else {
-            self.progress.violations_dropped += 1;
+            self.progress.violations_dropped = self.progress.violations_dropped.saturating_add(1);
             let worst = self
                 .progress
                 .violations_dropped_worst
@@ -927,15 +390,12 @@ impl Reconciler {
             .iter()
             .map(|v| v.kind.status())
             .max()
-            .unwrap_or(Status::Verified);
-        if worst == Status::Failed {
-            return Status::Failed;
-        }
-        let worst = worst.max(
-            self.progress
-                .violations_dropped_worst
-                .unwrap_or(Status::Verified),
-        );
+            .unwrap_or(Status::Verified)
+            .max(
+                self.progress
+                    .violations_dropped_worst
+                    .unwrap_or(Status::Verified),
+            );
         if worst == Status::Failed {
             return Status::Failed;
         }
@@ -947,17 +407,15 @@ impl Reconciler {
 
     /// What a receipt may conclude: all records of the snapshot, all live records, or nothing.
     #[must_use]
-    pub fn conclusion_scope(&self) -> &'static str {
+    pub fn conclusion_scope(&self) -> ConclusionScope {
         if self.status() != Status::Verified {
-            return "none";
+            return ConclusionScope::None;
         }
         let p = &self.progress;
-        let pinned = p.pinned_snapshot.is_some()
-            && (!p.high_water_used || (p.high_water_pinned && !p.high_water_unpinned));
-        if pinned {
-            "all_records_in_snapshot"
+        if p.pinned_snapshot.is_some() && !p.spliced && !p.high_water_unconfirmed {
+            ConclusionScope::AllRecordsInSnapshot
         } else {
-            "all_records_live"
+            ConclusionScope::AllRecordsLive
         }
     }
 
@@ -985,15 +443,16 @@ impl Reconciler {
         &self.codec
     }
 
-    /// The codec, mutably (the store marks interned strings persisted).
-    pub fn codec_mut(&mut self) -> &mut IdCodec {
-        &mut self.codec
-    }
-
     /// The query digest of the contract.
     #[must_use]
     pub fn query_digest(&self) -> &str {
         &self.query_digest
+    }
+
+    /// The end signal the run follows.
+    #[must_use]
+    pub fn end_signal(&self) -> EndSignal {
+        self.settings.end_signal
     }
 
     /// Whether the run is finished.
@@ -1009,17 +468,6 @@ impl Reconciler {
             return None;
         }
         self.progress.next.as_ref()
-    }
-
-    /// Partitions of the ID set and (label, partition) pairs changed since the last call.
-    pub fn take_touched(&mut self) -> (Vec<u64>, Vec<(u32, u64)>) {
-        let mut parts = std::mem::take(&mut self.touched);
-        parts.sort_unstable();
-        parts.dedup();
-        let mut labels = std::mem::take(&mut self.touched_labels);
-        labels.sort_unstable();
-        labels.dedup();
-        (parts, labels)
     }
 
     /// Checks the invariants; for tests and fuzzing.
@@ -1048,6 +496,9 @@ impl Reconciler {
         }
         if p.terminal_observed {
             assert!(p.next.is_none());
+        }
+        if p.spliced {
+            assert!(p.high_water_used, "only a high-water continuation splices");
         }
     }
 }

@@ -8,7 +8,9 @@
 
 use super::*;
 use crate::contract::{
-    ExpiredPolicy, IdCodecKind, Item, Limits, Page, RawId, ID_LEN_MAX, LABELS_PER_ITEM_MAX,
+    ExpiredPolicy, IdCodecKind, Item, Limits, Page, RawId, CURSOR_LEN_MAX, ID_LEN_MAX,
+    ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX, LABEL_LEN_MAX,
+    PAGE_SIZE_BYTES_MAX, VIOLATIONS_KEPT_MAX,
 };
 
 /// One thing that happens to a run.
@@ -45,7 +47,7 @@ fn check(
                 if r.is_finished() {
                     break;
                 }
-                let step = r.observe(p);
+                let step = r.observe(p).step;
                 assert_eq!(
                     step == Step::Done || step == Step::Restart,
                     r.is_finished(),
@@ -69,7 +71,7 @@ fn check(
     let got: Vec<ViolationKind> = r.progress().violations.iter().map(|v| v.kind).collect();
     assert_eq!(got, kinds);
     if expected != Status::Verified {
-        assert_eq!(r.conclusion_scope(), "none");
+        assert_eq!(r.conclusion_scope().as_str(), "none");
     }
     for v in &r.progress().violations {
         assert!(
@@ -149,7 +151,7 @@ fn two_pages_verified() {
     );
     assert!(r.progress().terminal_observed);
     assert_eq!(r.progress().next, None);
-    assert_eq!(r.conclusion_scope(), "all_records_live");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_live");
 }
 
 #[test]
@@ -203,11 +205,11 @@ fn complete_true_without_cursor_agrees_with_cursor_absent() {
 fn pinned_snapshot_gives_the_snapshot_scope() {
     let c = contract(|c| c.snapshot_id = Some("s1".into()));
     let r = check(&c, &[p(&[1], None)], Status::Verified, &[]);
-    assert_eq!(r.conclusion_scope(), "all_records_in_snapshot");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_in_snapshot");
     let echoed = with(page(&[1], None), |p| p.snapshot = Some("s9".into()));
     let r = check(&Contract::new("s"), &[echoed], Status::Verified, &[]);
     assert_eq!(r.progress().pinned_snapshot.as_deref(), Some("s9"));
-    assert_eq!(r.conclusion_scope(), "all_records_in_snapshot");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_in_snapshot");
 }
 
 fn totalled(ids: &[u64], next: &str, total: u64) -> Ev {
@@ -224,7 +226,7 @@ fn total_end_signal_ends_where_the_position_reaches_the_total() {
         Status::Verified,
         &[],
     );
-    assert_eq!(r.conclusion_scope(), "all_records_live");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_live");
     // A short page before the total is not the end.
     let r = check(&c, &[totalled(&[1], "p2", 3)], Status::Unknown, &[]);
     assert!(!r.is_finished());
@@ -368,14 +370,14 @@ fn repeated_cursor_detail_has_a_fingerprint_not_the_cursor() {
 fn duplicate_across_pages_fails_but_traversal_goes_on() {
     let mut r = Reconciler::new(&Contract::new("s"));
     assert!(matches!(
-        r.observe(&page(&[1, 2], Some("a"))),
+        r.observe(&page(&[1, 2], Some("a"))).step,
         Step::Continue(_)
     ));
     assert!(matches!(
-        r.observe(&page(&[2, 3], Some("b"))),
+        r.observe(&page(&[2, 3], Some("b"))).step,
         Step::Continue(_)
     ));
-    assert_eq!(r.observe(&page(&[4], None)), Step::Done);
+    assert_eq!(r.observe(&page(&[4], None)).step, Step::Done);
     assert_eq!(r.status(), Status::Failed);
     assert_eq!(r.progress().duplicate_ids, 1);
     assert_eq!(r.ids().len(), 4);
@@ -470,11 +472,11 @@ fn snapshot_change_with_restart_policy_asks_for_a_restart() {
     let c = contract(|c| c.on_snapshot_change = SnapshotPolicy::Restart);
     let mut r = Reconciler::new(&c);
     assert!(matches!(
-        r.observe(&snap(page(&[1], Some("a")), "s1").page()),
+        r.observe(&snap(page(&[1], Some("a")), "s1").page()).step,
         Step::Continue(_)
     ));
     assert_eq!(
-        r.observe(&snap(page(&[2], None), "s2").page()),
+        r.observe(&snap(page(&[2], None), "s2").page()).step,
         Step::Restart
     );
     r.check_invariants();
@@ -497,7 +499,7 @@ fn pages_without_a_snapshot_echo_keep_the_pin() {
         Status::Verified,
         &[],
     );
-    assert_eq!(r.conclusion_scope(), "all_records_in_snapshot");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_in_snapshot");
 }
 
 #[test]
@@ -760,7 +762,7 @@ fn partition_counts_differ() {
     );
     assert_eq!(
         r.progress().violations[0].detail,
-        "partitions differ: 1 (expected 2, observed 1)"
+        "1 partition differs: partition 1 (expected 2, observed 1)"
     );
 }
 
@@ -884,9 +886,9 @@ fn reopen_after_a_limit_drops_it_and_raise_lets_the_run_finish() {
     let c = contract(|c| c.limits.max_pages = Some(1));
     let mut r = check_limit(&c, &[p(&[1], Some("a"))], Limit::MaxPages);
     assert!(r.reopen());
-    r.raise_limits(Some(5), None, None);
+    r.apply_contract(&contract(|c| c.limits.max_pages = Some(5)));
     assert_eq!(r.next_request(), Some(&Request::Cursor("a".to_owned())));
-    assert_eq!(r.observe(&page(&[2], None)), Step::Done);
+    assert_eq!(r.observe(&page(&[2], None)).step, Step::Done);
     r.check_invariants();
     assert_eq!(r.status(), Status::Verified);
     assert!(r.progress().limits_hit.is_empty());
@@ -927,7 +929,7 @@ fn page_failure_is_unknown_never_a_partial_inventory() {
             &[K::PageFailed],
         );
         assert_eq!(r.progress().violations[0].page, 2);
-        assert_eq!(r.conclusion_scope(), "none");
+        assert_eq!(r.conclusion_scope().as_str(), "none");
         assert!(r.progress().next.is_some(), "kept for resume");
     }
 }
@@ -984,17 +986,17 @@ fn high_water_continues_after_the_last_key_as_a_live_claim() {
         c.on_expired_cursor = ExpiredPolicy::HighWater;
     });
     let mut r = Reconciler::new(&c);
-    r.observe(&page(&[3, 1, 7], Some("a")));
+    let _ = r.observe(&page(&[3, 1, 7], Some("a")));
     assert_eq!(
         r.continue_after_high_water(),
         Some(Request::After("7".to_owned())),
         "the key is the last ID of the last page, in source order"
     );
     assert_eq!(r.next_request(), Some(&Request::After("7".to_owned())));
-    assert_eq!(r.observe(&page(&[8], None)), Step::Done);
+    assert_eq!(r.observe(&page(&[8], None)).step, Step::Done);
     r.check_invariants();
     assert_eq!(r.status(), Status::Verified);
-    assert_eq!(r.conclusion_scope(), "all_records_live");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_live");
 }
 
 #[test]
@@ -1010,14 +1012,14 @@ fn high_water_keeps_the_snapshot_scope_when_the_snapshot_still_echoes() {
         Status::Verified,
         &[],
     );
-    assert_eq!(r.conclusion_scope(), "all_records_in_snapshot");
+    assert_eq!(r.conclusion_scope().as_str(), "all_records_in_snapshot");
 }
 
 #[test]
 fn high_water_renders_the_key_in_the_original_form() {
     let c = contract(|c| c.id_codec = IdCodecKind::Prefixed);
     let mut r = Reconciler::new(&c);
-    r.observe(&strings(&["customer-4", "customer-9"], Some("a")));
+    let _ = r.observe(&strings(&["customer-4", "customer-9"], Some("a")));
     assert_eq!(
         r.continue_after_high_water(),
         Some(Request::After("customer-9".to_owned()))
@@ -1252,12 +1254,12 @@ fn violations_past_the_cap_are_counted() {
     events.push(p(&[], None));
     let mut r = Reconciler::new(&Contract::new("s"));
     for e in &events {
-        r.observe(&e.page());
+        let _ = r.observe(&e.page());
     }
     r.check_invariants();
     assert_eq!(r.progress().violations.len(), VIOLATIONS_KEPT_MAX);
     assert_eq!(r.progress().violations_dropped, 10);
-    assert_eq!(r.conclusion_scope(), "none");
+    assert_eq!(r.conclusion_scope().as_str(), "none");
     // Only truncation warnings were dropped: they force `unknown`, not `failed`.
     assert_eq!(r.progress().violations_dropped_worst, Some(Status::Unknown));
     assert_eq!(r.status(), Status::Unknown);
@@ -1295,13 +1297,37 @@ fn chain_starts_from_the_snapshot_the_first_page_pins() {
 }
 
 #[test]
-fn touched_partitions_are_reported_once() {
+fn the_delta_names_what_one_page_changed() {
     let mut r = Reconciler::new(&Contract::new("s"));
-    r.observe(&page(&[1, 2, 70_000, 3], Some("a")));
-    let (parts, labels) = r.take_touched();
-    assert_eq!(parts, [0, 1]);
-    assert!(labels.is_empty());
-    assert_eq!(r.take_touched().0, Vec::<u64>::new());
+    let first = r.observe(&page(&[1, 2, 70_000, 3], Some("a")));
+    assert_eq!(first.delta.partitions, [0, 1]);
+    assert!(first.delta.label_partitions.is_empty());
+    let log = first.delta.page.as_ref().unwrap();
+    assert_eq!((log.page_idx, log.n_items), (1, 4));
+    assert_eq!(log.cursor_hash, digest::cursor_hash(Some("a")));
+    // A page of IDs already seen changes no partition, but is still a page of the log.
+    let again = r.observe(&with(page(&[1], Some("b")), |_| ()).page());
+    assert!(again.delta.partitions.is_empty());
+    assert_eq!(again.delta.page.map(|p| p.page_idx), Some(2));
+    // A page refused whole (R7) is not in the page log and changes nothing.
+    let refused = r.observe(&with(page(&[9], Some("c")), |p| p.complete = Some(true)).page());
+    assert_eq!(refused.delta, Delta::default());
+}
+
+#[test]
+fn the_delta_lists_new_strings_and_labels() {
+    let c = contract(|c| c.id_codec = IdCodecKind::String);
+    let mut r = Reconciler::new(&c);
+    let mut pg = strings(&["b", "a"], Some("x"));
+    pg.items[0].labels.push("needs_v3".into());
+    let seen = r.observe(&pg);
+    assert_eq!(
+        seen.delta.interned,
+        vec![(0, "b".to_owned()), (1, "a".to_owned())]
+    );
+    assert_eq!(seen.delta.label_partitions, vec![(0, 0)]);
+    let seen = r.observe(&strings(&["a", "c"], None));
+    assert_eq!(seen.delta.interned, vec![(2, "c".to_owned())]);
 }
 
 #[test]
@@ -1330,9 +1356,6 @@ fn violation_kinds_force_the_statuses_of_the_spec_table() {
     for k in unknown {
         assert_eq!(k.status(), Status::Unknown, "{}", k.as_str());
     }
-    assert_eq!(Status::Verified.exit_code(), 0);
-    assert_eq!(Status::Unknown.exit_code(), 3);
-    assert_eq!(Status::Failed.exit_code(), 4);
 }
 
 #[test]

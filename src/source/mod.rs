@@ -1,5 +1,6 @@
-//! Page sources: where pages come from. `replay:FILE` (a scripted scenario) and `sim:` (a
-//! deterministic generator for demos, benches and simulation tests).
+//! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
+//! deterministic generator for demos, benches and simulation tests) and, with the `mysql`
+//! feature, `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -12,7 +13,7 @@ use crate::error::SourceError;
 use crate::reconcile::Request;
 
 #[cfg(feature = "mysql")]
-pub mod mysql;
+mod mysql;
 mod replay;
 mod sim;
 

@@ -12,7 +12,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::collect::{self, Raise};
+use crate::digest;
+use crate::receipt::Receipt;
 use crate::source::{SimConfig, SimSource};
 
 #[derive(Debug, Clone)]
@@ -164,10 +165,10 @@ struct Reference {
 
 fn reference(options: StoreOptions) -> Reference {
     let backend = LossyBackend::default();
-    let mut store = Store::open_backend(backend.clone(), true, options).expect("create store");
+    let mut store = Store::open_backend(backend.clone(), options, false).expect("create store");
     backend.arm(usize::MAX);
     let done = runtime()
-        .block_on(collect::scan(&contract(), &mut sim(), &mut store))
+        .block_on(crate::collect::scan(&contract(), &mut sim(), &mut store))
         .expect("reference scan");
     let r = done.receipt();
     assert_eq!(r.coverage_status, Status::Verified);
@@ -183,55 +184,59 @@ fn reference(options: StoreOptions) -> Reference {
 /// Checks a reopened store and finishes its run; returns the final receipt.
 fn recover_and_finish(image: Vec<u8>, options: StoreOptions) -> (Receipt, &'static str) {
     let backend = LossyBackend::from_image(image);
-    let mut store = Store::open_backend(backend, false, options).expect("reopen after crash");
-    let runs = store.runs().expect("runs after crash");
+    let mut store = Store::open_backend(backend, options, false).expect("reopen after crash");
+    let runs = store
+        .read()
+        .expect("read")
+        .runs()
+        .expect("runs after crash");
     if runs.is_empty() {
         // The crash came before the run's first commit: nothing was acknowledged.
         let r = runtime()
-            .block_on(collect::scan(&contract(), &mut sim(), &mut store))
+            .block_on(crate::collect::scan(&contract(), &mut sim(), &mut store))
             .expect("fresh scan")
             .receipt();
         return (r, "fresh");
     }
     assert_eq!(runs.len(), 1);
-    let loaded = store.load(RunId(1)).expect("load after crash");
-    let rec = &loaded.reconciler;
-    rec.check_invariants();
-    // The chain recomputes from the page log.
-    let pages = store.page_log(RunId(1)).expect("page log");
-    assert_eq!(pages.len() as u32, rec.progress().pages_observed);
-    let items: u64 = pages.iter().map(|p| u64::from(p.n_items)).sum();
-    assert_eq!(items, rec.progress().records_observed);
-    if !pages.is_empty() {
-        let chain = digest::chain_of(
-            rec.query_digest(),
-            rec.progress().pinned_snapshot.as_deref(),
-            pages.iter().map(|p| &p.cursor_hash),
-        );
-        assert_eq!(
-            chain,
-            rec.progress().chain,
-            "chain does not recompute from the page log"
-        );
+    {
+        let snap = store.read().expect("read");
+        let loaded = snap.load(RunId(1)).expect("load after crash");
+        let rec = &loaded.reconciler;
+        rec.check_invariants();
+        // The chain recomputes from the page log.
+        let pages = &loaded.pages;
+        assert_eq!(pages.len() as u32, rec.progress().pages_observed);
+        let items: u64 = pages.iter().map(|p| u64::from(p.n_items)).sum();
+        assert_eq!(items, rec.progress().records_observed);
+        if !pages.is_empty() {
+            let chain = digest::chain_of(
+                rec.query_digest(),
+                rec.progress().pinned_snapshot.as_deref(),
+                pages.iter().map(|p| &p.cursor_hash),
+            );
+            assert_eq!(
+                chain,
+                rec.progress().chain,
+                "chain does not recompute from the page log"
+            );
+        }
     }
-    match store.prepare_resume(RunId(1), &Raise::default()) {
-        Ok(l) => {
-            let r = runtime()
-                .block_on(collect::resume(
-                    l.contract,
-                    l.meta,
-                    l.reconciler,
-                    &mut sim(),
-                    &mut store,
-                    None,
-                ))
-                .expect("resume")
-                .receipt();
-            (r, "resumed")
-        }
-        Err(StoreError::NotResumable { .. }) => {
-            (store.receipt(RunId(1)).expect("receipt"), "finished")
-        }
+    match runtime().block_on(crate::collect::resume(
+        &mut store,
+        RunId(1),
+        &Raise::default(),
+        &mut sim(),
+    )) {
+        Ok(done) => (done.receipt(), "resumed"),
+        Err(crate::Error::Write(WriteError::NotResumable { .. })) => (
+            store
+                .read()
+                .expect("read")
+                .receipt(RunId(1))
+                .expect("receipt"),
+            "finished",
+        ),
         Err(e) => panic!("resume refused: {e}"),
     }
 }
@@ -250,9 +255,10 @@ fn power_loss_at_every_point(options: StoreOptions) {
         for keep_num in 0..=2 {
             let backend = LossyBackend::default();
             let mut store =
-                Store::open_backend(backend.clone(), true, options).expect("create store");
+                Store::open_backend(backend.clone(), options, false).expect("create store");
             backend.arm(crash_after);
-            let outcome = runtime().block_on(collect::scan(&contract(), &mut sim(), &mut store));
+            let outcome =
+                runtime().block_on(crate::collect::scan(&contract(), &mut sim(), &mut store));
             drop(store);
             if crash_after >= reference.ops {
                 assert!(outcome.is_ok());
@@ -296,9 +302,5 @@ fn power_loss_with_a_checkpoint_per_page_resumes_exactly() {
 
 #[test]
 fn power_loss_with_group_commit_resumes_exactly() {
-    power_loss_at_every_point(StoreOptions {
-        keep_cursors: true,
-        checkpoint_every_pages: 4,
-        ..StoreOptions::default()
-    });
+    power_loss_at_every_point(StoreOptions::new().checkpoint_every(4));
 }

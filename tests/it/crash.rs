@@ -186,15 +186,17 @@ fn check_after_kill(store: &str, acked: u32, i: u32) -> &'static str {
             return "no run";
         }
     };
-    let runs = s.runs().unwrap();
+    let snap = s.read().unwrap();
+    let runs = snap.runs().unwrap();
     if runs.is_empty() {
         assert_eq!(acked, 0);
+        drop(snap);
         drop(s);
         std::fs::remove_file(store).unwrap();
         return "no run";
     }
     // load() itself checks bitmap cardinality against the run record and the page log length.
-    let loaded = s
+    let loaded = snap
         .load(RunId(1))
         .unwrap_or_else(|e| panic!("iteration {i}: {e}"));
     let rec = &loaded.reconciler;
@@ -205,7 +207,7 @@ fn check_after_kill(store: &str, acked: u32, i: u32) -> &'static str {
         "iteration {i}: {acked} pages acknowledged, {} stored",
         p.pages_observed
     );
-    let pages = s.page_log(RunId(1)).unwrap();
+    let pages = &loaded.pages;
     let items: u64 = pages.iter().map(|x| u64::from(x.n_items)).sum();
     assert_eq!(
         items, p.records_observed,

@@ -5,6 +5,8 @@ mod evidence;
 #[cfg(feature = "mysql")]
 mod mysql;
 mod props;
+mod regressions;
+mod report;
 mod resume;
 mod scenarios;
 mod store_files;

@@ -23,11 +23,11 @@ use proptest::option;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use roaring::RoaringBitmap;
-use scanledger::idset::{partition_of, PARTITION_WIDTH};
 use scanledger::{
     digest, Contract, EndSignal, IdCodecKind, IdSet, Item, Limits, Mode, Page, RawId, Reconciler,
     SnapshotPolicy, Status, Step, ViolationKind,
 };
+use scanledger::{partition_of, PARTITION_WIDTH};
 use serde_json::{json, Value};
 
 /// Proptest settings: `cases` cases, failures kept in the crate's `proptest-regressions/`.
@@ -387,7 +387,7 @@ fn feed(r: &mut Reconciler, pages: &[Page]) {
         if r.is_finished() {
             break;
         }
-        let step = r.observe(p);
+        let step = r.observe(p).step;
         r.check_invariants();
         match step {
             Step::Continue(_) => assert!(!r.is_finished()),
@@ -481,7 +481,7 @@ proptest! {
                 break;
             }
             prop_assert!(!model.finished);
-            let step = r.observe(&page_of(spec));
+            let step = r.observe(&page_of(spec)).step;
             r.check_invariants();
             model.observe(&c, spec);
             prop_assert_eq!(r.is_finished(), model.finished);
@@ -493,7 +493,7 @@ proptest! {
         let kinds: Vec<ViolationKind> = r.progress().violations.iter().map(|v| v.kind).collect();
         prop_assert_eq!(&kinds, &model.violations);
         prop_assert_eq!(r.status(), model.status());
-        prop_assert_eq!(r.conclusion_scope(), model.scope());
+        prop_assert_eq!(r.conclusion_scope().as_str(), model.scope());
         prop_assert_eq!(r.ids().len(), model.ids.len() as u64);
         prop_assert_eq!(r.ids().iter().collect::<Vec<_>>(), model.ids.iter().copied().collect::<Vec<_>>());
         let p = r.progress();
@@ -533,7 +533,7 @@ proptest! {
         }
         // A violation never leaves room for a conclusion.
         if !kinds.is_empty() {
-            prop_assert_eq!(r.conclusion_scope(), "none");
+            prop_assert_eq!(r.conclusion_scope().as_str(), "none");
             prop_assert_ne!(r.status(), Status::Verified);
         }
     }
@@ -551,13 +551,13 @@ proptest! {
         let mut cut = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
         feed(&mut cut, &pages[..keep]);
         prop_assert_ne!(cut.status(), Status::Verified);
-        prop_assert_eq!(cut.conclusion_scope(), "none");
+        prop_assert_eq!(cut.conclusion_scope().as_str(), "none");
         prop_assert!(!cut.progress().terminal_observed);
 
         let mut whole = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
         feed(&mut whole, &pages);
         prop_assert_eq!(whole.status(), Status::Verified);
-        prop_assert_eq!(whole.conclusion_scope(), "all_records_live");
+        prop_assert_eq!(whole.conclusion_scope().as_str(), "all_records_live");
         prop_assert_eq!(whole.ids().len(), unique.len() as u64);
     }
 
@@ -856,7 +856,7 @@ fn echoed_query_is_compared_as_a_json_value() {
         (Value::Null, false),
     ] {
         let mut r = Reconciler::new(&c);
-        r.observe(&Page {
+        let _ = r.observe(&Page {
             items: vec![Item::int(1)],
             query: Some(echo.clone()),
             ..Page::default()

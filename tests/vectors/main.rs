@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use roaring::RoaringBitmap;
-use scanledger::contract::Scope;
 use scanledger::digest;
 use scanledger::token::{self, Binding, Claims};
+use scanledger::Scope;
 use scanledger::{IdSet, RunId};
 use serde_json::Value;
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use scanledger::content::{record_hash, ContentValue as V};
-use scanledger::source::MysqlSource;
+use scanledger::MysqlSource;
 use scanledger::{PageRequest, PageSource, RawId, Request};
 
 use super::{db, Env};

@@ -112,7 +112,7 @@ fn after_a_kill_block_stops_with_expired_cursor() {
 /// served from a fresh snapshot whose new ID is echoed.
 #[test]
 fn a_lost_connection_is_a_server_error_then_its_snapshot_is_expired() {
-    use scanledger::source::MysqlSource;
+    use scanledger::MysqlSource;
     use scanledger::{FetchError, PageRequest, PageSource, Request};
 
     let Some(db) = db() else { return };

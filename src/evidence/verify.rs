@@ -157,7 +157,8 @@ pub fn check(claimed: &Receipt, e: &Evidence<'_>) -> Vec<Mismatch> {
         }
     }
     let leaves = digest::leaves(e.reconciler.ids());
-    if let Some(&p) = crate::diff::differing_partitions(e.stored_leaves, &leaves).first() {
+    if let Some(&p) = crate::evidence::diff::differing_partitions(e.stored_leaves, &leaves).first()
+    {
         let leaf_of = |list: &[(u64, Hash)]| {
             list.iter()
                 .find(|(q, _)| *q == p)
@@ -363,10 +364,8 @@ mod tests {
             "x".to_owned(),
             crate::receipt::LabelSummary {
                 count: 1,
-                ranges: crate::receipt::Ranges {
-                    ranges: vec!["1..1".to_owned()],
-                    ranges_total: 1,
-                },
+                ranges: vec!["1..1".to_owned()],
+                ranges_total: 1,
             },
         );
         let m = compare(&bad, &good);

@@ -1,0 +1,84 @@
+//! Every store access of the report, in one place: from a store and run IDs to a `ReportInput`.
+//!
+//! Owns: which store calls a report makes and how their results become plain data. The rest
+//! of `report` never sees the store, so a change of the store's API touches this file only.
+//! Never: writes (the store is opened read-only), renders, or loads a bitmap it does not use.
+//! Invariants: partition lists are ascending (the store's order); the comparison comes from
+//! the existing diff machinery (`evidence::diff_runs`: Merkle leaves first, then only the
+//! differing partitions), with the reference as the old side and the run as the new one.
+
+use crate::error::Error;
+use crate::evidence::{diff_runs, RangeList};
+use crate::idset::IdSet;
+use crate::receipt::{Ranges, Receipt, RunId};
+use crate::store::Snapshot;
+
+use super::{RangeSummary, Reference, ReportInput};
+
+/// Gathers the report of `run`, compared with `against`, from one read view of the store.
+///
+/// # Errors
+/// `Error::Read` when the store or a run is unreadable, unknown or damaged; `Error::Diff`
+/// when the two runs are not comparable (another source, tenant or codec).
+pub fn gather(
+    snap: &Snapshot<'_>,
+    run: RunId,
+    against: Option<RunId>,
+) -> Result<ReportInput, Error> {
+    // The diff first: runs that cannot be compared are refused before either is loaded whole.
+    let diff = against
+        .map(|other| diff_runs(snap, other, run))
+        .transpose()?;
+    let loaded = snap.load(run)?;
+    let rec = &loaded.reconciler;
+    let codec = rec.codec();
+    let mut receipt: Receipt = Receipt::build(&loaded.contract, &loaded.meta, rec);
+    let reference = match (against, diff) {
+        (Some(other), Some(rd)) => {
+            let theirs = snap.load(other)?;
+            let summary = |set: &IdSet| {
+                let list = RangeList::of(set);
+                RangeSummary {
+                    count: set.len(),
+                    ranges: list.render(codec),
+                    ranges_total: list.ranges_total,
+                }
+            };
+            let removed = summary(&rd.diff.removed);
+            receipt.missing_id_ranges = Some(Ranges {
+                ranges: removed.ranges.clone(),
+                ranges_total: removed.ranges_total,
+            });
+            Some(Reference {
+                run_id: other.to_string(),
+                coverage_status: theirs.reconciler.status(),
+                snapshot_id: theirs.reconciler.progress().pinned_snapshot.clone(),
+                unique_ids: theirs.reconciler.ids().len(),
+                partitions: counts(theirs.reconciler.ids()),
+                added: summary(&rd.diff.added),
+                removed,
+                partitions_differing: rd.diff.partitions_differing,
+            })
+        }
+        _ => None,
+    };
+    Ok(ReportInput {
+        state: loaded.state.as_str().to_owned(),
+        id_codec: loaded.contract.id_codec,
+        id_prefix: rec
+            .progress()
+            .id_prefix
+            .clone()
+            .or_else(|| loaded.contract.id_prefix.clone()),
+        partitions: counts(rec.ids()),
+        expected_partitions: loaded.contract.expected_partitions.clone(),
+        reference,
+        generator: env!("CARGO_PKG_VERSION").to_owned(),
+        receipt,
+    })
+}
+
+/// Unique IDs per non-empty partition, ascending.
+fn counts(ids: &IdSet) -> Vec<(u64, u64)> {
+    ids.partitions().map(|(p, b)| (p, b.len())).collect()
+}

@@ -1,0 +1,382 @@
+//! Unit tests of the pure renderer: escaping, verdicts, map states and aggregation, the size
+//! bound, and that the document references nothing outside itself.
+
+use std::collections::BTreeMap;
+
+use super::map::{self, CellState, CELLS_MAX};
+use super::*;
+use crate::receipt::{LabelSummary, RECEIPT_FORMAT_VERSION};
+use crate::reconcile::{Violation, ViolationKind};
+
+fn receipt(status: Status, unique: u64, pages: u32) -> Receipt {
+    Receipt {
+        run_id: "run-2".into(),
+        source: "customer-registry".into(),
+        tenant: Some("acme".into()),
+        query_digest: format!("sha256:{}", "ab".repeat(32)),
+        snapshot_id: Some("customers-2026-11-29".into()),
+        mode: "all".into(),
+        id_codec: crate::contract::IdCodecKind::Int,
+        end_signal: crate::contract::EndSignal::CursorAbsent,
+        pages_observed: pages,
+        records_expected: None,
+        records_observed: unique,
+        unique_ids_observed: unique,
+        duplicate_ids: 0,
+        cursor_chain_digest: format!("sha256:{}", "cd".repeat(32)),
+        terminal_cursor_observed: status == Status::Verified,
+        limits_hit: Vec::new(),
+        coverage_status: status,
+        conclusion_scope: if status == Status::Verified {
+            crate::reconcile::ConclusionScope::AllRecordsInSnapshot
+        } else {
+            crate::reconcile::ConclusionScope::None
+        },
+        violations: Vec::new(),
+        violations_dropped: 0,
+        merkle_root: format!("sha256:{}", "ef".repeat(32)),
+        partitions: 0,
+        labels: BTreeMap::new(),
+        missing_id_ranges: None,
+        restarts: 0,
+        restarted_from: None,
+        superseded_by: None,
+        count_total: None,
+        rejected: false,
+        started_at: "2026-11-29T09:00:00.000Z".into(),
+        finished_at: Some("2026-11-29T09:01:00.000Z".into()),
+        format_version: RECEIPT_FORMAT_VERSION,
+    }
+}
+
+fn input(r: Receipt, partitions: Vec<(u64, u64)>) -> ReportInput {
+    ReportInput {
+        receipt: r,
+        state: "finished".into(),
+        id_codec: IdCodecKind::Int,
+        id_prefix: None,
+        partitions,
+        expected_partitions: None,
+        reference: None,
+        generator: "test".into(),
+    }
+}
+
+fn violation(kind: ViolationKind, page: u32, detail: &str) -> Violation {
+    Violation {
+        kind,
+        page,
+        detail: detail.into(),
+    }
+}
+
+#[test]
+fn escape_covers_the_five_characters_and_controls() {
+    assert_eq!(escape("a&b<c>d\"e'f"), "a&amp;b&lt;c&gt;d&quot;e&#39;f");
+    assert_eq!(
+        escape("tab\tnl\nnul\u{0}esc\u{1b}"),
+        "tab\tnl\nnul\u{fffd}esc\u{fffd}"
+    );
+    assert_eq!(escape("ünïcødé ✓"), "ünïcødé ✓");
+    assert_eq!(escape(""), "");
+    // `show` clips before escaping, so an escaped entity is never cut in half.
+    let long = "<".repeat(1000);
+    let shown = text::show(&long);
+    assert!(shown.ends_with("&lt;…"), "{}", &shown[shown.len() - 12..]);
+    assert_eq!(shown.matches("&lt;").count(), text::SHOWN_CHARS_MAX);
+}
+
+#[test]
+fn numbers_read_with_separators() {
+    assert_eq!(thousands(0u64), "0");
+    assert_eq!(thousands(1_000u64), "1,000");
+    assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    assert_eq!(text::plural(1, "page"), "1 page");
+    assert_eq!(text::plural(2_000, "page"), "2,000 pages");
+}
+
+#[test]
+fn every_source_string_is_escaped() {
+    let mut r = receipt(Status::Failed, 3, 2);
+    r.source = "<script>alert(1)</script>".into();
+    r.tenant = Some("\"><img src=x onerror=alert(2)>".into());
+    r.snapshot_id = Some("<iframe src=javascript:alert(3)>".into());
+    r.labels.insert(
+        "<blink>needs</blink>".into(),
+        LabelSummary {
+            count: 1,
+            ranges: vec!["<svg onload=alert(4)>..<svg onload=alert(4)>".into()],
+            ranges_total: 1,
+        },
+    );
+    r.violations = vec![violation(
+        ViolationKind::InvalidPage,
+        2,
+        "id \"<object data=x>\" is not an integer",
+    )];
+    let mut i = input(r, vec![(0, 3)]);
+    i.id_codec = IdCodecKind::Prefixed;
+    i.id_prefix = Some("<marquee>".into());
+    i.state = "<textarea>".into();
+    let html = render(&i);
+    for bad in [
+        "<script",
+        "<img",
+        "<iframe",
+        "<blink",
+        "<svg onload",
+        "<object",
+        "<marquee",
+        "<textarea",
+    ] {
+        assert!(!html.contains(bad), "{bad} reached the document unescaped");
+    }
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&lt;blink&gt;needs&lt;/blink&gt;"));
+    assert!(
+        html.contains("&lt;svg onload=alert(4)&gt;"),
+        "a singleton range shows once"
+    );
+}
+
+#[test]
+fn the_document_loads_nothing_from_outside() {
+    let mut r = receipt(Status::Verified, 100, 1);
+    r.source = "https://api.example.com/v1/customers".into();
+    let html = render(&input(r, vec![(0, 100)]));
+    assert!(html.contains(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
+    ));
+    // The only URL-like text is the source's own name, escaped as text.
+    assert_eq!(
+        html.matches("https://").count(),
+        3,
+        "header, caveat and receipt: text only"
+    );
+    for never in [
+        "http://", "src=", "href=", "@import", "<script", "<link", "<img", "<iframe",
+    ] {
+        assert!(!html.contains(never), "{never} in the document");
+    }
+    for (at, _) in html.match_indices("url(") {
+        assert!(
+            html[at..].starts_with("url(#pat-"),
+            "a url() that is not a fragment"
+        );
+    }
+}
+
+#[test]
+fn verdicts_say_what_is_proven_and_what_is_not() {
+    let v = verdict(&input(receipt(Status::Verified, 1_000_000, 1_000), vec![]));
+    assert_eq!(
+        v.headline,
+        "Verified: all 1,000,000 records in snapshot customers-2026-11-29 were read exactly once, over 1,000 pages."
+    );
+    assert!(v
+        .caveat
+        .contains("nothing about records outside snapshot customers-2026-11-29"));
+
+    let mut r = receipt(Status::Verified, 0, 1);
+    r.snapshot_id = None;
+    r.conclusion_scope = crate::reconcile::ConclusionScope::AllRecordsLive;
+    let v = verdict(&input(r, vec![]));
+    assert!(
+        v.headline
+            .starts_with("Verified (live scan): the collection was empty"),
+        "{}",
+        v.headline
+    );
+    assert!(v.caveat.contains("No snapshot was pinned"));
+
+    let mut r = receipt(Status::Unknown, 300_000, 300);
+    r.records_expected = Some(1_010_000);
+    r.limits_hit = vec!["max_pages".into()];
+    r.violations = vec![violation(
+        ViolationKind::LimitReached,
+        300,
+        "max_pages 300 reached",
+    )];
+    let v = verdict(&input(r, vec![]));
+    assert_eq!(
+        v.headline,
+        "Unknown: the scan stopped at its page budget (max_pages); 300,000 of an expected 1,010,000 unique records were read over 300 pages, and this is NOT an inventory."
+    );
+    assert!(
+        v.caveat.contains("`scanledger resume run-2` can continue"),
+        "{}",
+        v.caveat
+    );
+
+    let mut r = receipt(Status::Failed, 4, 3);
+    r.violations = vec![
+        violation(ViolationKind::TruncatedPage, 1, ""),
+        violation(ViolationKind::RepeatedCursor, 3, ""),
+    ];
+    let v = verdict(&input(r, vec![]));
+    assert_eq!(
+        v.headline,
+        "Failed: the source returned a cursor it had returned before (a loop) on page 3; 4 unique records were read over 3 pages, and this is NOT an inventory."
+    );
+
+    let mut r = receipt(Status::Unknown, 10, 2);
+    r.terminal_cursor_observed = false;
+    let mut i = input(r, vec![]);
+    i.state = "running".into();
+    assert!(verdict(&i).headline.contains("has not reached its end"));
+}
+
+#[test]
+fn map_states_follow_expectation_and_reference() {
+    let mut i = input(
+        receipt(Status::Failed, 0, 1),
+        vec![(0, 10), (1, 5), (2, 7), (5, 1)],
+    );
+    i.expected_partitions = Some(vec![(0, 10), (1, 6), (2, 7), (3, 4)]);
+    i.reference = Some(Reference {
+        run_id: "run-1".into(),
+        coverage_status: Status::Verified,
+        snapshot_id: None,
+        unique_ids: 30,
+        partitions: vec![(0, 10), (2, 8), (4, 12)],
+        added: RangeSummary::default(),
+        removed: RangeSummary::default(),
+        partitions_differing: vec![2, 4],
+    });
+    let m = map::build(&i);
+    let states: Vec<CellState> = m.cells.iter().map(|c| c.state).collect();
+    use CellState as S;
+    // 0 as expected; 1 short of the source's 6; 2 differs from run-1; 3 expected 4, none seen;
+    // 4 only in run-1; 5 not listed by the source, which then counts it as 0.
+    assert_eq!(
+        states,
+        [
+            S::Present,
+            S::Short,
+            S::Differing,
+            S::Short,
+            S::Missing,
+            S::Short
+        ]
+    );
+    assert_eq!((m.first, m.last, m.per_cell), (0, 5, 1));
+    assert_eq!(m.partitions_observed, 4);
+    assert_eq!(m.cells[4].reference, Some(12));
+    assert_eq!(m.state_counts.iter().sum::<u64>(), 6);
+}
+
+#[test]
+fn maps_past_the_cell_bound_aggregate_and_say_so() {
+    let parts: Vec<(u64, u64)> = (0..10_000).map(|p| (p, 65_536)).collect();
+    let mut i = input(
+        receipt(Status::Verified, 10_000 * 65_536, 10_000),
+        parts.clone(),
+    );
+    i.reference = Some(Reference {
+        run_id: "run-1".into(),
+        coverage_status: Status::Verified,
+        snapshot_id: None,
+        unique_ids: 0,
+        partitions: parts.iter().copied().chain([(10_000, 1)]).collect(),
+        added: RangeSummary::default(),
+        removed: RangeSummary::default(),
+        partitions_differing: vec![10_000],
+    });
+    let m = map::build(&i);
+    assert_eq!(
+        m.per_cell, 3,
+        "10,001 partitions into at most {CELLS_MAX} cells"
+    );
+    assert_eq!(m.cells.len(), 3_334);
+    let last = m.cells.last().expect("cells");
+    assert_eq!(
+        (last.first, last.last, last.state),
+        (9_999, 10_000, CellState::Missing)
+    );
+    assert_eq!(last.states[CellState::Present as usize], 1);
+    assert_eq!(m.state_counts.iter().sum::<u64>(), m.span());
+    let summary = map::summary(&m);
+    assert!(summary.contains("Aggregated:</strong> the 10,001 partitions of the span are drawn as 3,334 cells of 3 partitions each"), "{summary}");
+    let html = render(&i);
+    assert_eq!(
+        html.matches("<rect class=").count(),
+        3_334 + 4,
+        "cells plus the legend's swatches (no per-partition counts: no `short`)"
+    );
+
+    // A sparse span (two partitions 2^47 apart) stays within the bound too.
+    let i = input(receipt(Status::Verified, 2, 1), vec![(0, 1), (1 << 47, 1)]);
+    let m = map::build(&i);
+    assert!(m.cells.len() as u64 <= CELLS_MAX);
+    assert_eq!(
+        m.cells
+            .iter()
+            .filter(|c| c.state == CellState::Present)
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_million_partitions_stay_under_five_megabytes() {
+    let n = 1_000_000u64;
+    let parts: Vec<(u64, u64)> = (0..n).map(|p| (p * 3, 65_536)).collect();
+    let mut r = receipt(Status::Failed, n * 65_536, u32::MAX);
+    r.partitions = n;
+    // The worst a receipt can hold: 256 violations and 64 labels of 32 ranges, long strings.
+    let long = "\"<>&'".repeat(200);
+    r.violations = (0..256)
+        .map(|k| violation(ViolationKind::DuplicateId, k * 1_000, &long))
+        .collect();
+    for l in 0..64 {
+        r.labels.insert(
+            format!("{l}{long}"),
+            LabelSummary {
+                count: 1,
+                ranges: vec![format!("{long}..{long}x"); 32],
+                ranges_total: 1_000_000,
+            },
+        );
+    }
+    r.source = long.clone();
+    r.snapshot_id = Some(long.clone());
+    let mut i = input(r, parts.clone());
+    i.expected_partitions = Some(parts.iter().map(|&(p, c)| (p + 1, c)).collect());
+    let wide = RangeSummary {
+        count: n,
+        ranges: vec![format!("{long}..{long}"); 32],
+        ranges_total: n,
+    };
+    i.reference = Some(Reference {
+        run_id: "run-1".into(),
+        coverage_status: Status::Unknown,
+        snapshot_id: Some(long.clone()),
+        unique_ids: n,
+        partitions: parts.iter().map(|&(p, c)| (p + 2, c)).collect(),
+        added: wide.clone(),
+        removed: wide,
+        partitions_differing: (0..3 * n).collect(),
+    });
+    let html = render(&i);
+    assert!(
+        html.len() < REPORT_BYTES_MAX,
+        "{} bytes for a million partitions",
+        html.len()
+    );
+    eprintln!(
+        "a million partitions, worst-case strings: {} bytes",
+        html.len()
+    );
+    let m = map::build(&i);
+    assert!(m.cells.len() as u64 <= CELLS_MAX);
+    assert_eq!(m.partitions_observed, n);
+    assert!(html.contains("<strong id=\"map-partitions\">1,000,000</strong>"));
+}
+
+#[test]
+fn an_empty_run_has_an_empty_map() {
+    let html = render(&input(receipt(Status::Verified, 0, 1), vec![]));
+    assert!(html.contains("<strong id=\"map-partitions\">0</strong> partitions"));
+    assert!(!html.contains("<svg class=\"map\""));
+    assert!(html.contains("No violation over 1 page"));
+}

@@ -1,0 +1,550 @@
+//! The engine: the only code that calls redb. Opens files (for writing, or for reading without
+//! ever writing), begins transactions, and contains redb's panics on damaged files.
+//!
+//! Invariants:
+//! - a read-only open never writes the file: a file a killed writer left unclean is read
+//!   through a recovered private copy, and repaired in place only by a writer;
+//! - a writer repairs a file only after a read of its format record proved it a scanledger
+//!   store (on the private copy when the file needs repair);
+//! - every redb call runs under `contain`, which turns a panic into `Failure::Damaged` and
+//!   closes the store: later calls fail at once, and the file (with its locks) is released;
+//! - our own logic never runs under `contain`: a bug of ours panics as a bug.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use redb::{
+    ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadTransaction, ReadableDatabase,
+    WriteTransaction,
+};
+
+use super::backend::FileHandle;
+use super::error::{Failure, OpenError};
+use super::schema;
+
+/// The first bytes of every redb file.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+/// Bytes of page cache redb may keep: the scan's working set is the pages a checkpoint
+/// touches, so a small cache costs nothing and keeps the process's memory flat.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+enum Db {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+}
+
+/// An open store file.
+pub(crate) struct Engine {
+    /// `None` only while dropping.
+    db: Option<Db>,
+    /// The file, when the store is a file (tests open stores on simulated disks).
+    file: Option<FileHandle>,
+    path: PathBuf,
+    /// A panic inside redb was caught: the store refuses every later call.
+    broken: AtomicBool,
+    /// Opened to read a recovered private copy (the file needed repair and no writer holds it).
+    copy: Option<TempCopy>,
+    writable: bool,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("path", &self.path)
+            .field("writable", &self.writable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a writer shares the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sharing {
+    /// Readers in other processes see each commit (redb's single-writer mode).
+    Shared,
+    /// The writer holds the file alone.
+    Exclusive,
+}
+
+impl Engine {
+    /// Opens (creating if absent) a store for writing.
+    pub(crate) fn open_writer(path: &Path, sharing: Sharing) -> Result<Engine, OpenError> {
+        let exists = classify_path(path, true)?;
+        if exists {
+            check_redb_magic(path)?;
+            prove_ours(path)?;
+        }
+        let engine = Engine::open_db_writer(path, sharing)?;
+        schema::init_or_check(&engine)?;
+        Ok(engine)
+    }
+
+    /// Opens the file for writing (redb repairs it if a writer was killed), with no check of
+    /// what it holds: callers check or initialise the format next.
+    fn open_db_writer(path: &Path, sharing: Sharing) -> Result<Engine, OpenError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io_open_error(path, "open", e))?;
+        let handle = FileHandle::new(file).map_err(|e| db_open_error(path, e))?;
+        let mut builder = Database::builder();
+        builder.set_cache_size(CACHE_BYTES);
+        builder.set_concurrency_mode(match sharing {
+            Sharing::Shared => ConcurrencyMode::SingleWriter,
+            Sharing::Exclusive => ConcurrencyMode::ExclusiveWriter,
+        });
+        let db = contain_open(path, || builder.create_with_backend(handle.backend()))?
+            .map_err(|e| db_open_error(path, e))?;
+        Ok(Engine {
+            db: Some(Db::Write(db)),
+            file: Some(handle),
+            path: path.to_owned(),
+            broken: AtomicBool::new(false),
+            copy: None,
+            writable: true,
+        })
+    }
+
+    /// Opens a store for reading. Never writes the file: one a killed writer left unclean is
+    /// read through a recovered private copy (`recovered_copy()` says so).
+    pub(crate) fn open_reader(path: &Path) -> Result<Engine, OpenError> {
+        if !classify_path(path, false)? {
+            return Err(OpenError::NotFound {
+                path: path.to_owned(),
+            });
+        }
+        check_redb_magic(path)?;
+        match open_read_only(path) {
+            Ok((db, file)) => {
+                let engine = Engine {
+                    db: Some(Db::Read(db)),
+                    file: Some(file),
+                    path: path.to_owned(),
+                    broken: AtomicBool::new(false),
+                    copy: None,
+                    writable: false,
+                };
+                schema::check(&engine)?;
+                Ok(engine)
+            }
+            Err(Opened::NeedsRepair) => {
+                let copy = TempCopy::of(path)?;
+                let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
+                    .map_err(|e| rename_path(e, path))?;
+                schema::check(&engine).map_err(|e| rename_path(e, path))?;
+                engine.path = path.to_owned();
+                engine.copy = Some(copy);
+                engine.writable = false;
+                Ok(engine)
+            }
+            Err(Opened::Failed(e)) => Err(e),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this store reads a recovered private copy of an unclean file.
+    pub(crate) fn recovered_copy(&self) -> bool {
+        self.copy.is_some()
+    }
+
+    /// Syncs issued through this handle (for the benchmarks and tests).
+    pub(crate) fn syncs(&self) -> u64 {
+        self.file.as_ref().map_or(0, FileHandle::syncs)
+    }
+
+    /// Opens (creating if empty) a store on a custom redb backend: the power-loss tests'
+    /// simulated disk. Exclusive-writer mode unless the backend implements locks.
+    #[cfg(test)]
+    pub(crate) fn open_backend(
+        backend: impl redb::StorageBackend,
+        sharing: Sharing,
+    ) -> Result<Engine, OpenError> {
+        let path = PathBuf::from("<simulated disk>");
+        let mut builder = Database::builder();
+        builder.set_cache_size(CACHE_BYTES);
+        builder.set_concurrency_mode(match sharing {
+            Sharing::Shared => ConcurrencyMode::SingleWriter,
+            Sharing::Exclusive => ConcurrencyMode::ExclusiveWriter,
+        });
+        let db = contain_open(&path, || builder.create_with_backend(backend))?
+            .map_err(|e| db_open_error(&path, e))?;
+        let engine = Engine {
+            db: Some(Db::Write(db)),
+            file: None,
+            path,
+            broken: AtomicBool::new(false),
+            copy: None,
+            writable: true,
+        };
+        schema::init_or_check(&engine)?;
+        Ok(engine)
+    }
+
+    fn db(&self) -> &Db {
+        self.db
+            .as_ref()
+            .expect("invariant: the redb handle is present until the engine is dropped")
+    }
+
+    /// One read transaction: every read of a command goes through one, so it never sees a
+    /// torn state.
+    pub(crate) fn begin_read(&self) -> Result<ReadTransaction, Failure> {
+        self.contain("begin a read transaction", || match self.db() {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+        })
+    }
+
+    /// A durable write transaction. `None` when the store was opened for reading.
+    pub(crate) fn begin_write(&self) -> Result<Option<WriteTransaction>, Failure> {
+        match self.db() {
+            Db::Write(db) if self.writable => self
+                .contain("begin a write transaction", || db.begin_write())
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Compacts the file (redb's `compact`), which needs no other open transaction.
+    pub(crate) fn compact(&mut self) -> Result<(), super::maintenance::CompactOutcome> {
+        use super::maintenance::CompactOutcome;
+        if !self.writable {
+            return Err(CompactOutcome::ReadOnly);
+        }
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(CompactOutcome::Failed(Failure::Closed));
+        }
+        let Some(Db::Write(db)) = self.db.as_mut() else {
+            return Err(CompactOutcome::ReadOnly);
+        };
+        // Compacting repeats until nothing more moves; bounded by the file's pages.
+        let mut result = Ok(());
+        for _ in 0..64 {
+            match catch(|| db.compact()) {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => break,
+                Ok(Err(redb::CompactionError::TransactionInProgress)) => {
+                    result = Err(CompactOutcome::Busy);
+                    break;
+                }
+                Ok(Err(e)) => {
+                    result = Err(CompactOutcome::Failed(classify("compact", e.into())));
+                    break;
+                }
+                Err(message) => {
+                    self.broken.store(true, Ordering::Relaxed);
+                    if let Some(file) = &self.file {
+                        file.eject();
+                    }
+                    result = Err(CompactOutcome::Failed(Failure::damaged(format!(
+                        "compact failed inside the storage engine: {message}"
+                    ))));
+                    break;
+                }
+            }
+        }
+        result
+    }
+
+    /// Runs one call into redb: its error becomes a `Failure`, and so does a panic, which
+    /// also closes the store (every later call fails with `Failure::Closed`).
+    pub(crate) fn contain<T, E: Into<redb::Error>>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, Failure> {
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(Failure::Closed);
+        }
+        match catch(f) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(op, e.into())),
+            Err(message) => {
+                self.broken.store(true, Ordering::Relaxed);
+                // Release the file and its locks now: the redb handle is leaked on drop.
+                if let Some(file) = &self.file {
+                    file.eject();
+                }
+                Err(Failure::damaged(format!(
+                    "{op} failed inside the storage engine: {message}"
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let db = self.db.take();
+        if std::thread::panicking() || self.broken.load(Ordering::Relaxed) {
+            // Dropping a redb handle whose locks a caught panic poisoned panics again (an
+            // abort while unwinding): leak it; the file was ejected, so its locks are free.
+            if let Some(file) = &self.file {
+                file.eject();
+            }
+            std::mem::forget(db);
+            return;
+        }
+        // redb flushes on close and can panic there on a damaged file that no earlier call
+        // tripped over: contain it like any other engine panic.
+        if catch(|| {
+            drop(db);
+            Ok::<(), ()>(())
+        })
+        .is_err()
+        {
+            if let Some(file) = &self.file {
+                file.eject();
+            }
+        }
+    }
+}
+
+thread_local! {
+    static CONTAINED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the current thread is inside a call into the storage engine whose panics are
+/// caught and reported as a damaged store (the binary's panic hook stays quiet about them).
+#[doc(hidden)]
+#[must_use]
+pub fn inside_engine_call() -> bool {
+    CONTAINED.with(|d| d.get() > 0)
+}
+
+/// Runs `f`, catching a panic and returning its message.
+fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    CONTAINED.with(|d| d.set(d.get().saturating_add(1)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CONTAINED.with(|d| d.set(d.get().saturating_sub(1)));
+    result.map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned())
+    })
+}
+
+fn contain_open<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, OpenError> {
+    catch(f).map_err(|message| OpenError::Damaged {
+        path: path.to_owned(),
+        what: format!("opening it failed inside the storage engine: {message}"),
+        source: None,
+    })
+}
+
+fn classify(op: &'static str, e: redb::Error) -> Failure {
+    match e {
+        // A read past the end of the file is a truncated file, not a failing disk.
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Failure::Damaged {
+            what: format!("{op} failed: the file is shorter than its own header says (truncated?)"),
+            source: Some(Box::new(io)),
+        },
+        redb::Error::Io(io) => Failure::Io {
+            op,
+            source: Box::new(io),
+        },
+        redb::Error::PreviousIo => Failure::Io {
+            op,
+            source: "an earlier write to the file failed".into(),
+        },
+        redb::Error::TableDoesNotExist(table) => {
+            Failure::damaged(format!("table {table} is missing"))
+        }
+        other => Failure::Damaged {
+            what: format!("{op} failed"),
+            source: Some(Box::new(other)),
+        },
+    }
+}
+
+/// Sorts out the path before redb sees it. Returns whether the file exists.
+fn classify_path(path: &Path, creating: bool) -> Result<bool, OpenError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(OpenError::IsDirectory {
+            path: path.to_owned(),
+        }),
+        Ok(m) if m.len() == 0 => Err(OpenError::Empty {
+            path: path.to_owned(),
+        }),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or_else(|| Path::new("."));
+            if creating && !dir.is_dir() {
+                return Err(OpenError::NoDirectory {
+                    path: path.to_owned(),
+                    dir: dir.to_owned(),
+                });
+            }
+            Ok(false)
+        }
+        Err(e) => Err(io_open_error(path, "stat", e)),
+    }
+}
+
+fn io_open_error(path: &Path, op: &'static str, e: std::io::Error) -> OpenError {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => OpenError::PermissionDenied {
+            path: path.to_owned(),
+            source: e,
+        },
+        std::io::ErrorKind::IsADirectory => OpenError::IsDirectory {
+            path: path.to_owned(),
+        },
+        _ => OpenError::Io {
+            path: path.to_owned(),
+            op,
+            source: Box::new(e),
+        },
+    }
+}
+
+fn db_open_error(path: &Path, e: DatabaseError) -> OpenError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch => {
+            OpenError::Busy {
+                path: path.to_owned(),
+            }
+        }
+        DatabaseError::UpgradeRequired(_) => OpenError::NotAStore {
+            path: path.to_owned(),
+            why: "a database in a storage-engine format this build does not read",
+        },
+        DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            OpenError::Damaged {
+                path: path.to_owned(),
+                what: "the file is shorter than its own header says (truncated?)".to_owned(),
+                source: Some(Box::new(io)),
+            }
+        }
+        DatabaseError::Storage(redb::StorageError::Io(io)) => io_open_error(path, "open", io),
+        other => OpenError::Damaged {
+            path: path.to_owned(),
+            what: "the storage engine refused to open it".to_owned(),
+            source: Some(Box::new(other)),
+        },
+    }
+}
+
+/// A file that does not begin as every redb file does is refused before redb sees it, so it
+/// is never modified.
+fn check_redb_magic(path: &Path) -> Result<(), OpenError> {
+    use std::io::Read;
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let mut file = std::fs::File::open(path).map_err(|e| io_open_error(path, "open", e))?;
+    let n = file
+        .read(&mut head)
+        .map_err(|e| io_open_error(path, "read", e))?;
+    if n < head.len() || head != REDB_MAGIC {
+        return Err(OpenError::NotAStore {
+            path: path.to_owned(),
+            why: "not a database file",
+        });
+    }
+    Ok(())
+}
+
+enum Opened {
+    NeedsRepair,
+    Failed(OpenError),
+}
+
+fn open_read_only(path: &Path) -> Result<(ReadOnlyDatabase, FileHandle), Opened> {
+    let file =
+        std::fs::File::open(path).map_err(|e| Opened::Failed(io_open_error(path, "open", e)))?;
+    let handle = FileHandle::new(file).map_err(|e| Opened::Failed(db_open_error(path, e)))?;
+    let mut builder = Database::builder();
+    builder.set_cache_size(CACHE_BYTES);
+    builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    match contain_open(path, || {
+        builder.open_read_only_with_backend(handle.backend())
+    }) {
+        Err(e) => Err(Opened::Failed(e)),
+        Ok(Ok(db)) => Ok((db, handle)),
+        Ok(Err(DatabaseError::RepairAborted)) => Err(Opened::NeedsRepair),
+        Ok(Err(e)) => Err(Opened::Failed(db_open_error(path, e))),
+    }
+}
+
+/// Proves an existing file is a scanledger store this build reads, without writing it: by a
+/// read-only open, or, when the file needs repair, on a repaired private copy.
+fn prove_ours(path: &Path) -> Result<(), OpenError> {
+    match open_read_only(path) {
+        Ok((db, file)) => {
+            let engine = Engine {
+                db: Some(Db::Read(db)),
+                file: Some(file),
+                path: path.to_owned(),
+                broken: AtomicBool::new(false),
+                copy: None,
+                writable: false,
+            };
+            schema::check(&engine)
+        }
+        Err(Opened::NeedsRepair) => {
+            let copy = TempCopy::of(path)?;
+            let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
+                .map_err(|e| rename_path(e, path))?;
+            schema::check(&engine).map_err(|e| rename_path(e, path))
+        }
+        Err(Opened::Failed(e)) => Err(e),
+    }
+}
+
+/// An error about the private copy, reported as about the store itself.
+fn rename_path(e: OpenError, path: &Path) -> OpenError {
+    let path = path.to_owned();
+    match e {
+        OpenError::NotAStore { why, .. } => OpenError::NotAStore { path, why },
+        OpenError::NewerFormat {
+            found, supported, ..
+        } => OpenError::NewerFormat {
+            path,
+            found,
+            supported,
+        },
+        OpenError::OlderFormat { found, .. } => OpenError::OlderFormat { path, found },
+        OpenError::Damaged { what, source, .. } => OpenError::Damaged { path, what, source },
+        other => other,
+    }
+}
+
+/// A private copy of a store file, removed when dropped.
+struct TempCopy {
+    path: PathBuf,
+}
+
+impl TempCopy {
+    fn of(path: &Path) -> Result<TempCopy, OpenError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("scanledger-recovered-{}-{nanos}.redb", std::process::id());
+        let copy = TempCopy {
+            path: std::env::temp_dir().join(name),
+        };
+        std::fs::copy(path, &copy.path).map_err(|e| OpenError::Io {
+            path: path.to_owned(),
+            op: "copy the unclean file for recovery",
+            source: Box::new(e),
+        })?;
+        Ok(copy)
+    }
+}
+
+impl Drop for TempCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

@@ -1,0 +1,167 @@
+//! The tables of a store file and its format record (specified in docs/FORMAT.md §10).
+//!
+//! `meta` holds the magic, the format version, the next run ID and the page-token key, all
+//! written in the transaction that creates the store, so that creating a store is atomic and
+//! no reader ever needs to write. Keys that hold text from a source (interned strings, the
+//! scope) are byte strings, checked as UTF-8 by us after reading, never by the engine.
+
+use redb::{TableDefinition, TableHandle};
+
+use super::engine::Engine;
+use super::error::{Failure, OpenError};
+
+/// The on-disk format version this build writes and the only one it reads.
+pub const FORMAT_VERSION: u32 = 2;
+/// The magic value of `meta["magic"]`.
+pub(crate) const MAGIC: &[u8] = b"scanledger-store";
+
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub(crate) const RUNS: TableDefinition<u64, &[u8]> = TableDefinition::new("runs");
+pub(crate) const PAGES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("pages");
+pub(crate) const IDS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("ids");
+pub(crate) const LABELS: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("labels");
+pub(crate) const LEAVES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("leaves");
+pub(crate) const CURSORS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursors");
+pub(crate) const CURSOR_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursor_keys");
+pub(crate) const INTERN: TableDefinition<(&[u8], &[u8]), u64> = TableDefinition::new("intern");
+pub(crate) const INTERN_REV: TableDefinition<(&[u8], u64), &[u8]> =
+    TableDefinition::new("intern_rev");
+
+const TABLE_NAMES: [&str; 10] = [
+    "meta",
+    "runs",
+    "pages",
+    "ids",
+    "labels",
+    "leaves",
+    "cursors",
+    "cursor_keys",
+    "intern",
+    "intern_rev",
+];
+
+pub(crate) const META_MAGIC: &str = "magic";
+pub(crate) const META_VERSION: &str = "format_version";
+pub(crate) const META_NEXT_RUN: &str = "next_run";
+pub(crate) const META_TOKEN_KEY: &str = "page_token_key";
+/// Bytes of the page-token key.
+pub const TOKEN_KEY_LEN: usize = 32;
+
+/// Creates the format in a fresh database, or checks an existing one, in one write
+/// transaction: two processes creating the same store cannot both initialise it.
+pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
+    let path = engine.path();
+    let fail = |f: Failure| f.into_open(path);
+    let Some(txn) = engine.begin_write().map_err(fail)? else {
+        return check(engine);
+    };
+    let names: Vec<String> = engine
+        .contain("list tables", || {
+            txn.list_tables()
+                .map(|t| t.map(|h| h.name().to_owned()).collect())
+        })
+        .map_err(fail)?;
+    if names.iter().any(|n| n == "meta") {
+        engine
+            .contain("end a transaction", || txn.abort())
+            .map_err(fail)?;
+        return check(engine);
+    }
+    if !names.is_empty() {
+        return Err(OpenError::NotAStore {
+            path: path.to_owned(),
+            why: "a database without a scanledger format record",
+        });
+    }
+    let mut key = [0u8; TOKEN_KEY_LEN];
+    getrandom::fill(&mut key).map_err(|e| OpenError::Io {
+        path: path.to_owned(),
+        op: "draw the page-token key from the system's random source",
+        source: Box::new(std::io::Error::other(e.to_string())),
+    })?;
+    engine
+        .contain("create the format", || -> Result<(), redb::Error> {
+            {
+                let mut meta = txn.open_table(META)?;
+                meta.insert(META_MAGIC, MAGIC)?;
+                meta.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
+                meta.insert(META_NEXT_RUN, 1u64.to_le_bytes().as_slice())?;
+                meta.insert(META_TOKEN_KEY, key.as_slice())?;
+            }
+            // Every table exists from the start, so readers never meet a missing one.
+            txn.open_table(RUNS)?;
+            txn.open_table(PAGES)?;
+            txn.open_table(IDS)?;
+            txn.open_table(LABELS)?;
+            txn.open_table(LEAVES)?;
+            txn.open_table(CURSORS)?;
+            txn.open_table(CURSOR_KEYS)?;
+            txn.open_table(INTERN)?;
+            txn.open_table(INTERN_REV)?;
+            Ok(())
+        })
+        .map_err(fail)?;
+    engine
+        .contain("commit the format", || txn.commit())
+        .map_err(fail)
+}
+
+/// Checks the format record of an existing store through a read transaction.
+pub(crate) fn check(engine: &Engine) -> Result<(), OpenError> {
+    let path = engine.path();
+    let fail = |f: Failure| f.into_open(path);
+    let not_ours = || OpenError::NotAStore {
+        path: path.to_owned(),
+        why: "a database without a scanledger format record",
+    };
+    let txn = engine.begin_read().map_err(fail)?;
+    let names: Vec<String> = engine
+        .contain("list tables", || {
+            txn.list_tables()
+                .map(|t| t.map(|h| h.name().to_owned()).collect())
+        })
+        .map_err(fail)?;
+    if !names.iter().any(|n| n == "meta") {
+        return Err(not_ours());
+    }
+    let (magic, version) = engine
+        .contain("read the format record", || -> Result<_, redb::Error> {
+            let meta = txn.open_table(META)?;
+            let magic = meta.get(META_MAGIC)?.map(|v| v.value().to_vec());
+            let version = meta.get(META_VERSION)?.map(|v| v.value().to_vec());
+            Ok((magic, version))
+        })
+        .map_err(fail)?;
+    if magic.as_deref() != Some(MAGIC) {
+        return Err(not_ours());
+    }
+    let version = version
+        .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| OpenError::Damaged {
+            path: path.to_owned(),
+            what: "meta: format_version is missing or not 4 bytes".to_owned(),
+            source: None,
+        })?;
+    if version > FORMAT_VERSION {
+        return Err(OpenError::NewerFormat {
+            path: path.to_owned(),
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if version < FORMAT_VERSION {
+        return Err(OpenError::OlderFormat {
+            path: path.to_owned(),
+            found: version,
+        });
+    }
+    if let Some(missing) = TABLE_NAMES.iter().find(|t| !names.iter().any(|n| n == *t)) {
+        return Err(OpenError::Damaged {
+            path: path.to_owned(),
+            what: format!("table {missing} is missing"),
+            source: None,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+//! `RunWriter`: the one writer of one run, as redb's consuming transactions are.
+//!
+//! A writer owns everything of its run that is not yet durable (the group-commit buffer), so
+//! dropping it (a scan future dropped under a timeout, say) discards exactly that and nothing
+//! else. `checkpoint` records what a page changed (the core's `Delta`) and commits when due;
+//! `finish(self)` and `restart(self)` consume the writer, each in one transaction: a restart
+//! supersedes the old run and begins its successor atomically, so no crash can leave one
+//! without the other.
+
+use std::collections::BTreeSet;
+
+use redb::{ReadableTable, WriteTransaction};
+
+use super::backend::Liveness;
+use super::error::{Failure, WriteError};
+use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
+use super::schema::{
+    CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN, PAGES, RUNS,
+};
+use super::{ScopeKey, Store};
+use crate::contract::{Contract, IdCodecKind};
+use crate::digest::{self, Hash};
+use crate::receipt::RunId;
+use crate::reconcile::{Delta, PageLog, Reconciler, Request};
+
+/// What a new run starts from.
+#[derive(Debug, Clone)]
+pub(crate) struct NewRun {
+    pub(crate) contract: Contract,
+    pub(crate) started_at_ms: u64,
+    pub(crate) restarted_from: Option<RunId>,
+    pub(crate) restarts: u32,
+    pub(crate) source_spec: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    pages: Vec<PageLog>,
+    partitions: BTreeSet<u64>,
+    label_partitions: BTreeSet<(u32, u64)>,
+    interned: Vec<(u64, String)>,
+}
+
+/// The writer of one run. Dropping it discards its uncommitted pages and nothing else.
+pub struct RunWriter<'s> {
+    store: &'s mut Store,
+    run: RunId,
+    scope: ScopeKey,
+    contract: Contract,
+    cursor_key: [u8; CURSOR_KEY_LEN],
+    started_at_ms: u64,
+    restarts: u32,
+    restarted_from: Option<RunId>,
+    server_count: Option<u64>,
+    pending: Pending,
+    _liveness: Option<Liveness>,
+}
+
+impl std::fmt::Debug for RunWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunWriter")
+            .field("run", &self.run)
+            .field("pending_pages", &self.pending.pages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn fresh_key() -> Result<[u8; CURSOR_KEY_LEN], Failure> {
+    let mut key = [0u8; CURSOR_KEY_LEN];
+    getrandom::fill(&mut key).map_err(|e| Failure::Io {
+        op: "draw a cursor key from the system's random source",
+        source: Box::new(std::io::Error::other(e.to_string())),
+    })?;
+    Ok(key)
+}
+
+impl<'s> RunWriter<'s> {
+    /// Begins a new run in one transaction: a fresh run ID (checked against the runs table, so
+    /// a damaged counter can never make a run overwrite another), its record and cursor key.
+    pub(crate) fn begin(store: &'s mut Store, new: NewRun) -> Result<RunWriter<'s>, WriteError> {
+        let path = store.engine.path().to_owned();
+        let txn = store.write_txn()?;
+        let key = fresh_key().map_err(|f| f.into_write(&path))?;
+        let run = match allocate_run(store, &txn, &new, &key) {
+            Ok(run) => run,
+            Err(f) => return Err(store.poison(f)),
+        };
+        store.commit(txn)?;
+        Ok(RunWriter::open(store, run, new, key, None))
+    }
+
+    pub(crate) fn open(
+        store: &'s mut Store,
+        run: RunId,
+        new: NewRun,
+        cursor_key: [u8; CURSOR_KEY_LEN],
+        server_count: Option<u64>,
+    ) -> RunWriter<'s> {
+        let liveness = Liveness::take(store.engine.path(), run.0);
+        RunWriter {
+            run,
+            scope: ScopeKey::of(&new.contract),
+            contract: new.contract,
+            cursor_key,
+            started_at_ms: new.started_at_ms,
+            restarts: new.restarts,
+            restarted_from: new.restarted_from,
+            server_count,
+            pending: Pending::default(),
+            _liveness: liveness,
+            store,
+        }
+    }
+
+    /// The run this writer writes.
+    #[must_use]
+    pub fn run(&self) -> RunId {
+        self.run
+    }
+
+    /// Pages observed but not yet durable.
+    #[must_use]
+    pub fn pending_pages(&self) -> usize {
+        self.pending.pages.len()
+    }
+
+    /// Records what one observation changed; commits (durably) when the group-commit budget is
+    /// reached, and at once when the run's state changed without a page (a failure, a limit, a
+    /// policy switch) or the run finished.
+    ///
+    /// # Errors
+    /// `WriteError` when the commit fails; the store then refuses writes until reopened.
+    pub fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), WriteError> {
+        let page_seen = delta.page.is_some();
+        if let Some(p) = delta.page {
+            self.pending.pages.push(p);
+        }
+        self.pending.partitions.extend(delta.partitions);
+        self.pending.label_partitions.extend(delta.label_partitions);
+        self.pending.interned.extend(delta.interned);
+        let every = self.store.options.checkpoint_every_pages.max(1) as usize;
+        if !page_seen || rec.is_finished() || self.pending.pages.len() >= every {
+            self.commit(rec)?;
+        }
+        Ok(())
+    }
+
+    /// Records the server-side count of a `count`-mode run (written with the next commit).
+    pub fn set_server_count(&mut self, n: u64) {
+        self.server_count = Some(n);
+    }
+
+    /// Commits what is pending now.
+    ///
+    /// # Errors
+    /// As [`RunWriter::checkpoint`].
+    pub fn commit(&mut self, rec: &Reconciler) -> Result<(), WriteError> {
+        let txn = self.store.write_txn()?;
+        if let Err(f) = self.write_state(&txn, rec, StoredState::Running, None) {
+            return Err(self.store.poison(f));
+        }
+        self.store.commit(txn)?;
+        self.pending = Pending::default();
+        Ok(())
+    }
+
+    /// Finishes the run (for now: a run stopped on a transient cause can be resumed) in one
+    /// transaction: everything pending, the final state, the Merkle root and leaves; the raw
+    /// request is erased unless a resume still needs it.
+    ///
+    /// # Errors
+    /// As [`RunWriter::checkpoint`].
+    pub fn finish(self, rec: &Reconciler, finished_at_ms: u64) -> Result<(), WriteError> {
+        let txn = self.store.write_txn()?;
+        if let Err(f) = self.write_state(&txn, rec, StoredState::Finished, Some(finished_at_ms)) {
+            return Err(self.store.poison(f));
+        }
+        self.store.commit(txn)
+    }
+
+    /// Ends this run as superseded and begins its successor under `contract` (a fresh
+    /// snapshot), in one transaction.
+    ///
+    /// # Errors
+    /// As [`RunWriter::checkpoint`].
+    pub fn restart(
+        self,
+        rec: &Reconciler,
+        contract: &Contract,
+        at_ms: u64,
+    ) -> Result<RunWriter<'s>, WriteError> {
+        let path = self.store.engine.path().to_owned();
+        let new = NewRun {
+            contract: contract.clone(),
+            started_at_ms: at_ms,
+            restarted_from: Some(self.run),
+            restarts: self.restarts.saturating_add(1),
+            source_spec: self.store.source_spec.clone(),
+        };
+        let key = fresh_key().map_err(|f| f.into_write(&path))?;
+        let txn = self.store.write_txn()?;
+        let result = (|| {
+            let run = allocate_run(self.store, &txn, &new, &key)?;
+            self.write_state(&txn, rec, StoredState::Superseded, Some(at_ms))?;
+            set_superseded_by(self.store, &txn, self.run, run)?;
+            Ok(run)
+        })();
+        let run = match result {
+            Ok(run) => run,
+            Err(f) => return Err(self.store.poison(f)),
+        };
+        self.store.commit(txn)?;
+        let RunWriter { store, .. } = self;
+        Ok(RunWriter::open(store, run, new, key, None))
+    }
+
+    /// Writes pending pages, changed bitmaps, new strings, the request and the run record.
+    fn write_state(
+        &self,
+        txn: &WriteTransaction,
+        rec: &Reconciler,
+        state: StoredState,
+        finished_at_ms: Option<u64>,
+    ) -> Result<(), Failure> {
+        let engine = &self.store.engine;
+        let run = self.run.0;
+        let p = rec.progress();
+        let ids = rec.ids();
+        // Encode outside the engine calls: our own work is never inside `contain`.
+        let id_rows: Vec<(u64, Vec<u8>)> = self
+            .pending
+            .partitions
+            .iter()
+            .filter_map(|&part| {
+                ids.partition(part)
+                    .map(|b| (part, records::encode_bitmap(b)))
+            })
+            .collect();
+        let label_rows: Vec<(u32, u64, Vec<u8>)> = self
+            .pending
+            .label_partitions
+            .iter()
+            .filter_map(|&(l, part)| {
+                rec.labels()
+                    .get(l as usize)
+                    .and_then(|set| set.partition(part))
+                    .map(|b| (l, part, records::encode_bitmap(b)))
+            })
+            .collect();
+        let page_rows: Vec<(u32, [u8; records::PAGE_RECORD_LEN])> = self
+            .pending
+            .pages
+            .iter()
+            .map(|pl| (pl.page_idx, records::encode_page(pl)))
+            .collect();
+        let string_rows: Vec<(u64, &str, Vec<u8>)> = self
+            .pending
+            .interned
+            .iter()
+            .map(|(id, s)| (*id, s.as_str(), records::encode_interned(s)))
+            .collect();
+        let done = state != StoredState::Running;
+        // The raw request is kept (encrypted) only while a resume may still need it.
+        let keep_request = self.store.options.keep_cursors
+            && state != StoredState::Superseded
+            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
+        let sealed = if keep_request {
+            p.next
+                .as_ref()
+                .and_then(|r| records::seal_request(r, &self.cursor_key))
+        } else {
+            None
+        };
+        let (leaves, merkle_root) = if done {
+            let leaves = digest::leaves(ids);
+            (Some(leaves), Some(run_root(rec)))
+        } else {
+            (None, None)
+        };
+        let mut progress = p.clone();
+        progress.next = (p.next == Some(Request::First)).then_some(Request::First);
+        let record = RunRecord {
+            contract_json: self.contract.to_value().to_string(),
+            state,
+            started_at_ms: self.started_at_ms,
+            finished_at_ms,
+            restarts: self.restarts,
+            restarted_from: self.restarted_from.map(|r| r.0),
+            superseded_by: None,
+            server_count: self.server_count,
+            source_spec: self.store.source_spec.clone(),
+            next_kind: if keep_request || p.next == Some(Request::First) {
+                records::next_kind(p.next.as_ref())
+            } else {
+                0
+            },
+            progress,
+            unique_ids: ids.len(),
+            partitions: ids.partition_count() as u64,
+            merkle_root,
+            status: rec.status(),
+        };
+        let record_bytes = records::encode_run(&record);
+        let scope = self.scope.as_bytes().to_vec();
+        let cursor_key = self.cursor_key;
+        engine.contain("write a checkpoint", || -> Result<(), redb::Error> {
+            {
+                let mut t = txn.open_table(PAGES)?;
+                for (idx, bytes) in &page_rows {
+                    t.insert((run, *idx), bytes.as_slice())?;
+                }
+            }
+            {
+                let mut t = txn.open_table(IDS)?;
+                for (part, bytes) in &id_rows {
+                    t.insert((run, *part), bytes.as_slice())?;
+                }
+            }
+            {
+                let mut t = txn.open_table(LABELS)?;
+                for (l, part, bytes) in &label_rows {
+                    t.insert((run, *l, *part), bytes.as_slice())?;
+                }
+            }
+            if !string_rows.is_empty() {
+                let mut fwd = txn.open_table(INTERN)?;
+                let mut rev = txn.open_table(INTERN_REV)?;
+                for (id, s, bytes) in &string_rows {
+                    fwd.insert((scope.as_slice(), s.as_bytes()), *id)?;
+                    rev.insert((scope.as_slice(), *id), bytes.as_slice())?;
+                }
+            }
+            {
+                let mut c = txn.open_table(CURSORS)?;
+                let mut k = txn.open_table(CURSOR_KEYS)?;
+                match &sealed {
+                    Some(bytes) => {
+                        c.insert(run, bytes.as_slice())?;
+                        k.insert(run, cursor_key.as_slice())?;
+                    }
+                    None => {
+                        c.remove(run)?;
+                        if done {
+                            // Nothing can resume the run: its key goes too.
+                            k.remove(run)?;
+                        }
+                    }
+                }
+            }
+            if let Some(leaves) = &leaves {
+                let mut t = txn.open_table(LEAVES)?;
+                t.retain_in((run, 0)..=(run, u64::MAX), |_, _| false)?;
+                for (part, h) in leaves {
+                    t.insert((run, *part), h.as_slice())?;
+                }
+            }
+            txn.open_table(RUNS)?.insert(run, record_bytes.as_slice())?;
+            Ok(())
+        })
+    }
+}
+
+/// The Merkle root a run's receipt carries: over ID partitions, or for the `string` codec
+/// over the digests of the original strings (a function of the set of strings alone).
+pub(crate) fn run_root(rec: &Reconciler) -> Hash {
+    crate::receipt::merkle_root_of(rec.ids(), rec.codec()).0
+}
+
+fn allocate_run(
+    store: &Store,
+    txn: &WriteTransaction,
+    new: &NewRun,
+    key: &[u8; CURSOR_KEY_LEN],
+) -> Result<RunId, Failure> {
+    let engine = &store.engine;
+    let (counter, last) =
+        engine.contain("read the run counter", || -> Result<_, redb::Error> {
+            let meta = txn.open_table(META)?;
+            let counter = meta.get(META_NEXT_RUN)?.map(|v| v.value().to_vec());
+            let last = txn.open_table(RUNS)?.last()?.map(|(k, _)| k.value());
+            Ok((counter, last))
+        })?;
+    let counter = counter
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| Failure::damaged("table meta: next_run is missing or not 8 bytes"))?;
+    if counter == 0 || last.is_some_and(|l| l >= counter) {
+        return Err(Failure::damaged(format!(
+            "table meta: the run counter (next_run = {counter}) is behind the runs table (last run {}); a new run would overwrite an existing one",
+            last.map_or_else(|| "none".to_owned(), |l| format!("run-{l}"))
+        )));
+    }
+    let next = counter
+        .checked_add(1)
+        .ok_or_else(|| Failure::damaged("table meta: the run counter is at its maximum"))?;
+    let mut progress = crate::reconcile::Reconciler::new(&new.contract)
+        .progress()
+        .clone();
+    progress.next = Some(Request::First);
+    let record = RunRecord {
+        contract_json: new.contract.to_value().to_string(),
+        state: StoredState::Running,
+        started_at_ms: new.started_at_ms,
+        finished_at_ms: None,
+        restarts: new.restarts,
+        restarted_from: new.restarted_from.map(|r| r.0),
+        superseded_by: None,
+        server_count: None,
+        source_spec: new.source_spec.clone(),
+        next_kind: 1,
+        progress,
+        unique_ids: 0,
+        partitions: 0,
+        merkle_root: None,
+        status: crate::reconcile::Status::Unknown,
+    };
+    let bytes = records::encode_run(&record);
+    engine.contain("begin a run", || -> Result<(), redb::Error> {
+        txn.open_table(META)?
+            .insert(META_NEXT_RUN, next.to_le_bytes().as_slice())?;
+        txn.open_table(RUNS)?.insert(counter, bytes.as_slice())?;
+        txn.open_table(CURSOR_KEYS)?
+            .insert(counter, key.as_slice())?;
+        Ok(())
+    })?;
+    Ok(RunId(counter))
+}
+
+fn set_superseded_by(
+    store: &Store,
+    txn: &WriteTransaction,
+    old: RunId,
+    new: RunId,
+) -> Result<(), Failure> {
+    let bytes = store
+        .engine
+        .contain("read a run record", || -> Result<_, redb::Error> {
+            Ok(txn
+                .open_table(RUNS)?
+                .get(old.0)?
+                .map(|v| v.value().to_vec()))
+        })?
+        .ok_or_else(|| Failure::damaged(format!("table runs: {old} vanished")))?;
+    let mut record = records::decode_run(&bytes).ok_or_else(|| {
+        Failure::damaged(format!("table runs, {old}: the run record does not decode"))
+    })?;
+    record.superseded_by = Some(new.0);
+    let bytes = records::encode_run(&record);
+    store
+        .engine
+        .contain("write a run record", || -> Result<(), redb::Error> {
+            txn.open_table(RUNS)?.insert(old.0, bytes.as_slice())?;
+            Ok(())
+        })
+}
+
+/// Whether a contract's IDs are interned strings.
+pub(crate) fn is_string(contract: &Contract) -> bool {
+    contract.id_codec == IdCodecKind::String
+}
