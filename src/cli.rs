@@ -40,7 +40,7 @@ pub(crate) enum Command {
         /// The contract file (JSON, SPEC §8).
         #[arg(long)]
         contract: PathBuf,
-        /// The source: replay:FILE, sim:KEY=VALUE,... or mysql:CONFIG.json
+        /// The source: replay:FILE, sim:KEY=VALUE,..., postgres:CONFIG.json or mysql:CONFIG.json
         #[arg(long)]
         source: String,
         #[command(flatten)]
@@ -321,10 +321,10 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
     }
 }
 
-/// The `--source` argument as a run records it: a replay or config file's path made absolute, so a
-/// resume from another directory finds the same file.
+/// The `--source` argument as a run records it: a replay or config file's path made
+/// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    for kind in ["replay:", "mysql:"] {
+    for kind in ["replay:", "postgres:", "mysql:"] {
         if let Some(path) = spec.strip_prefix(kind) {
             return std::fs::canonicalize(path)
                 .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
@@ -334,7 +334,7 @@ fn recordable(spec: &str) -> String {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    // Time for timeouts and delays; I/O for network sources.
+    // IO too: network sources (postgres, mysql) need the reactor.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

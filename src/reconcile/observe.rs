@@ -91,13 +91,9 @@ impl Reconciler {
         let echoed = page.snapshot.as_ref()?;
         let p = &mut self.progress;
         match &p.serving_snapshot {
-            // The first page pins the run; a snapshot first echoed on a later page does not,
-            // since the pages before it were not served from it: the run stays live.
-            None if page_idx == 1 => {
-                p.pinned_snapshot = Some(echoed.clone());
-                p.serving_snapshot = Some(echoed.clone());
-                None
-            }
+            // The first page pins the run when it is taken in (`ingest`): a page refused whole
+            // changes nothing but its finding. A snapshot first echoed on a later page does
+            // not pin, since the pages before it were not served from it: the run stays live.
             None => None,
             Some(serving) if serving == echoed => {
                 if p.high_water_unconfirmed && !p.spliced {
@@ -218,6 +214,9 @@ impl Reconciler {
     /// The page's IDs and labels into the sets, its counts, its link of the cursor chain, and
     /// R4 (an ID seen before in this run).
     fn ingest(&mut self, page: &Page, page_idx: u32, ids: &[u64], delta: &mut Delta) {
+        if page.items.iter().any(|i| i.content.is_some()) {
+            self.accumulate_content(page, ids, delta);
+        }
         let mut dups = std::mem::take(&mut self.scratch_dups);
         dups.clear();
         self.ids.insert_many(ids, &mut dups, &mut delta.partitions);
@@ -245,6 +244,10 @@ impl Reconciler {
             p.echoed_total = page.total;
         }
         if page_idx == 1 {
+            if p.serving_snapshot.is_none() {
+                p.pinned_snapshot.clone_from(&page.snapshot);
+                p.serving_snapshot.clone_from(&page.snapshot);
+            }
             // The chain starts from the snapshot the run is pinned to, which the first page
             // may have just supplied, so that it recomputes from the receipt alone.
             p.chain = digest::chain_start(&self.query_digest, p.pinned_snapshot.as_deref());
@@ -264,6 +267,39 @@ impl Reconciler {
             self.record(ViolationKind::DuplicateId, page_idx, detail);
         }
         self.scratch_dups = dups;
+    }
+
+    /// Adds the content of the page's first occurrences (a duplicate is R4 and its content
+    /// is not counted twice) to their leaves' accumulators. Runs before the IDs are inserted.
+    fn accumulate_content(&mut self, page: &Page, ids: &[u64], delta: &mut Delta) {
+        let mut in_page = HashSet::with_capacity(ids.len());
+        for (item, id) in page.items.iter().zip(ids) {
+            let Some(content) = &item.content else {
+                continue;
+            };
+            if self.ids.contains(*id) || !in_page.insert(*id) {
+                continue;
+            }
+            let (leaf, entry) = match &item.id {
+                crate::contract::RawId::Str(s)
+                    if self.codec.kind() == crate::contract::IdCodecKind::String =>
+                {
+                    let d = digest::string_id_digest(s);
+                    (
+                        digest::string_bucket(&d),
+                        crate::content::entry(&d, content),
+                    )
+                }
+                _ => (
+                    partition_of(*id),
+                    crate::content::entry(&id.to_le_bytes(), content),
+                ),
+            };
+            self.content.entry(leaf).or_default().add(&entry);
+            delta.content_leaves.push(leaf);
+        }
+        delta.content_leaves.sort_unstable();
+        delta.content_leaves.dedup();
     }
 
     fn add_label(&mut self, name: &str, id: u64) -> Option<(u32, u64)> {

@@ -1,6 +1,8 @@
 //! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
-//! deterministic generator for demos, benches and simulation tests) and, with the `mysql`
-//! feature, `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot).
+//! deterministic generator for demos, benches and simulation tests) and, with the default
+//! features `postgres` and `mysql`, `postgres:CONFIG.json` (keyset pages of a table in one
+//! exported snapshot) and `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent
+//! snapshot).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -14,11 +16,15 @@ use crate::reconcile::Request;
 
 #[cfg(feature = "mysql")]
 mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod replay;
 mod sim;
 
 #[cfg(feature = "mysql")]
 pub use mysql::{MysqlConfig, MysqlSource};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSource;
 pub use replay::ReplaySource;
 pub use sim::{SimConfig, SimSource};
 
@@ -87,6 +93,9 @@ pub enum AnySource {
     Replay(ReplaySource),
     /// `sim:KEY=VALUE,...`.
     Sim(SimSource),
+    /// `postgres:CONFIG.json`.
+    #[cfg(feature = "postgres")]
+    Postgres(Box<PostgresSource>),
     /// `mysql:CONFIG.json`.
     #[cfg(feature = "mysql")]
     Mysql(Box<MysqlSource>),
@@ -103,6 +112,12 @@ impl AnySource {
         }
         if let Some(params) = spec.strip_prefix("sim:") {
             return Ok(AnySource::Sim(SimSource::new(SimConfig::parse(params)?)));
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(path) = spec.strip_prefix("postgres:") {
+            return Ok(AnySource::Postgres(Box::new(PostgresSource::open(
+                path.as_ref(),
+            )?)));
         }
         #[cfg(feature = "mysql")]
         if let Some(path) = spec.strip_prefix("mysql:") {
@@ -121,6 +136,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.fetch(req).await,
             AnySource::Sim(s) => s.fetch(req).await,
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.fetch(req).await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.fetch(req).await,
         }
@@ -130,6 +147,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.count().await,
             AnySource::Sim(s) => s.count().await,
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.count().await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.count().await,
         }

@@ -1,9 +1,14 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
+mod compat;
 mod crash;
 mod evidence;
 #[cfg(feature = "mysql")]
 mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_resume;
 mod props;
 mod regressions;
 mod report;
