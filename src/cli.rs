@@ -40,7 +40,7 @@ pub(crate) enum Command {
         /// The contract file (JSON, SPEC §8).
         #[arg(long)]
         contract: PathBuf,
-        /// The source: replay:FILE or sim:KEY=VALUE,...
+        /// The source: replay:FILE, sim:KEY=VALUE,..., postgres:CONFIG.json or mysql:CONFIG.json
         #[arg(long)]
         source: String,
         #[command(flatten)]
@@ -325,7 +325,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
 /// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
     // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
-    for kind in ["replay:", "postgres:", "http:"] {
+    for kind in ["replay:", "postgres:", "mysql:", "http:"] {
         if let Some(path) = spec.strip_prefix(kind) {
             return std::fs::canonicalize(path)
                 .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
@@ -335,7 +335,7 @@ fn recordable(spec: &str) -> String {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    // IO too: network sources (postgres) need the reactor.
+    // IO too: network sources (postgres, mysql) need the reactor.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -89,6 +89,8 @@ pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
 };
+#[cfg(feature = "mysql")]
+pub use source::{MysqlConfig, MysqlSource};
 pub use store::{
     inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
     RunSummary, RunWriter, ScopeKey, Snapshot, Store, StoreOptions, WriteError, FORMAT_VERSION,

@@ -1,6 +1,7 @@
 //! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
 //! deterministic generator for demos, benches and simulation tests), and with their default-on
-//! features `postgres:CONFIG.json` (keyset pages of a table in one exported snapshot) and
+//! features `postgres:CONFIG.json` (keyset pages of a table in one exported snapshot),
+//! `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot) and
 //! `http:CONFIG.json` (a JSON HTTP API, through the shared response `mapping`).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
@@ -16,6 +17,8 @@ use crate::reconcile::Request;
 #[cfg(feature = "http")]
 mod http;
 pub mod mapping;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod replay;
@@ -23,6 +26,8 @@ mod sim;
 
 #[cfg(feature = "http")]
 pub use http::HttpSource;
+#[cfg(feature = "mysql")]
+pub use mysql::{MysqlConfig, MysqlSource};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSource;
 pub use replay::ReplaySource;
@@ -99,6 +104,9 @@ pub enum AnySource {
     /// `http:CONFIG.json`.
     #[cfg(feature = "http")]
     Http(Box<HttpSource>),
+    /// `mysql:CONFIG.json`.
+    #[cfg(feature = "mysql")]
+    Mysql(Box<MysqlSource>),
 }
 
 impl AnySource {
@@ -141,6 +149,12 @@ impl AnySource {
                 path.as_ref(),
             )?)));
         }
+        #[cfg(feature = "mysql")]
+        if let Some(path) = spec.strip_prefix("mysql:") {
+            return Ok(AnySource::Mysql(Box::new(MysqlSource::open(
+                path.as_ref(),
+            )?)));
+        }
         Err(SourceError::UnknownKind {
             spec: spec.chars().take(64).collect(),
         })
@@ -156,6 +170,8 @@ impl PageSource for AnySource {
             AnySource::Postgres(s) => s.fetch(req).await,
             #[cfg(feature = "http")]
             AnySource::Http(s) => s.fetch(req).await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.fetch(req).await,
         }
     }
 
@@ -167,6 +183,8 @@ impl PageSource for AnySource {
             AnySource::Postgres(s) => s.count().await,
             #[cfg(feature = "http")]
             AnySource::Http(s) => s.count().await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.count().await,
         }
     }
 }

@@ -5,6 +5,8 @@ mod crash;
 mod evidence;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
