@@ -1,0 +1,431 @@
+//! scanledger against SQLite on identical generated workloads, measured in one process run.
+//!
+//! Run:  cargo bench --bench compare                      (1 M and 10 M IDs, 3 repeats)
+//!       COMPARE_SIZES=1000000 COMPARE_REPEATS=5 cargo bench --bench compare
+//!       COMPARE_DIR=/path/on/the/disk/to/measure cargo bench --bench compare
+//!
+//! Workloads (fixed seed): `dense` (IDs 0, 1, 2, ...), `density20` (each of 0, 1, 2, ... kept
+//! with probability 1/5), `customer-N` (the strings `customer-N` of the dense numbers, the
+//! `prefixed` codec here, TEXT in SQLite); pages of 1,000 IDs. Cases, each against SQLite in WAL
+//! mode with `synchronous=FULL` and a `(run, id)` primary key `WITHOUT ROWID`:
+//! - durable ingest, one commit per page (scanledger's default and `--exclusive`);
+//! - group commit, one commit per 10 pages;
+//! - bytes per ID of the final files;
+//! - diff of two runs 1% apart (scanledger `diff_runs`; SQLite `EXCEPT` both ways);
+//! - resume-ready time after a kill: open the file and load the run to continue it;
+//! - the floor: appending a page-sized record (8 KiB) to a file with one `fdatasync` each.
+//!
+//! It prints medians, IDs per second and the ratios scanledger/SQLite and per-page/floor, all
+//! from this run. benches/RESULTS.md keeps one full run with the machine described.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{SplitMix64, SEED};
+
+use rusqlite::{params, Connection};
+use scanledger::{
+    now_ms, Contract, IdCodecKind, Item, Page, Raise, RawId, Reconciler, RunId, Step, Store,
+    StoreOptions,
+};
+
+const IDS_PER_PAGE: usize = 1_000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Dense,
+    Density20,
+    Customer,
+}
+
+impl Shape {
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Dense => "dense",
+            Shape::Density20 => "density20",
+            Shape::Customer => "customer-N",
+        }
+    }
+}
+
+/// The IDs of a workload, page by page; `skip_every` drops every k-th ID (a run 1% apart).
+fn pages(shape: Shape, n_ids: u64, skip_every: Option<u64>) -> Vec<Vec<u64>> {
+    let mut rng = SplitMix64(SEED);
+    let mut out = Vec::new();
+    let mut page = Vec::with_capacity(IDS_PER_PAGE);
+    let mut next = 0u64;
+    let mut made = 0u64;
+    while made < n_ids {
+        let id = next;
+        next += 1;
+        if shape == Shape::Density20 && rng.next_u64() % 5 != 0 {
+            continue;
+        }
+        made += 1;
+        if skip_every.is_some_and(|k| made % k == 0) {
+            continue;
+        }
+        page.push(id);
+        if page.len() == IDS_PER_PAGE {
+            out.push(std::mem::take(&mut page));
+        }
+    }
+    if !page.is_empty() {
+        out.push(page);
+    }
+    out
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn contract(shape: Shape) -> Contract {
+    let mut c = Contract::new(shape.name());
+    c.page_size = IDS_PER_PAGE as u32;
+    if shape == Shape::Customer {
+        c.id_codec = IdCodecKind::Prefixed;
+        c.id_prefix = Some("customer-".to_owned());
+    }
+    c
+}
+
+fn page_of(shape: Shape, ids: &[u64], i: usize) -> Page {
+    Page {
+        items: ids
+            .iter()
+            .map(|id| match shape {
+                Shape::Customer => Item::new(RawId::Str(format!("customer-{id}"))),
+                _ => Item::int(*id),
+            })
+            .collect(),
+        // Never the end: a long traversal's steady state.
+        next: Some(format!("c{i}")),
+        size_bytes: 8 * ids.len() as u64,
+        ..Page::default()
+    }
+}
+
+/// Ingests `pages` into a fresh run of `store`; returns the time and the run.
+fn sl_ingest(store: &mut Store, shape: Shape, pages: &[Vec<u64>]) -> (Duration, RunId) {
+    let c = contract(shape);
+    let built: Vec<Page> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, ids)| page_of(shape, ids, i))
+        .collect();
+    let mut rec = Reconciler::new(&c);
+    let (mut writer, _) = store.begin(&c, now_ms()).expect("begin");
+    let start = Instant::now();
+    for p in &built {
+        let seen = rec.observe(p);
+        assert!(matches!(seen.step, Step::Continue(_)));
+        writer.checkpoint(&rec, seen.delta).expect("checkpoint");
+    }
+    writer.commit(&rec).expect("commit");
+    let took = start.elapsed();
+    let run = writer.run();
+    writer.finish(&rec, now_ms()).expect("finish");
+    (took, run)
+}
+
+fn sqlite(path: &Path) -> Connection {
+    let c = Connection::open(path).expect("sqlite opens");
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+         CREATE TABLE IF NOT EXISTS ids (run INTEGER NOT NULL, id ANY NOT NULL,
+           PRIMARY KEY (run, id)) WITHOUT ROWID, STRICT;
+         CREATE TABLE IF NOT EXISTS pages (run INTEGER NOT NULL, page INTEGER NOT NULL,
+           cursor TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (run, page)) WITHOUT ROWID;",
+    )
+    .expect("sqlite schema");
+    c
+}
+
+fn sq_ingest(
+    c: &mut Connection,
+    shape: Shape,
+    run: i64,
+    pages: &[Vec<u64>],
+    every: usize,
+) -> Duration {
+    let start = Instant::now();
+    for (g, group) in pages.chunks(every).enumerate() {
+        let txn = c.transaction().expect("txn");
+        {
+            let mut ins = txn
+                .prepare_cached("INSERT INTO ids (run, id) VALUES (?1, ?2)")
+                .expect("prepare");
+            let mut pg = txn
+                .prepare_cached("INSERT INTO pages (run, page, cursor, n) VALUES (?1, ?2, ?3, ?4)")
+                .expect("prepare");
+            for (i, ids) in group.iter().enumerate() {
+                for id in ids {
+                    match shape {
+                        Shape::Customer => ins.execute(params![run, format!("customer-{id}")]),
+                        // SQLite integers are signed 64-bit; these IDs stay below 2^63.
+                        _ => ins.execute(params![run, *id as i64]),
+                    }
+                    .expect("insert");
+                }
+                let page_no = (g * every + i) as i64;
+                pg.execute(params![
+                    run,
+                    page_no,
+                    format!("c{page_no}"),
+                    ids.len() as i64
+                ])
+                .expect("insert page");
+            }
+        }
+        txn.commit().expect("commit");
+    }
+    start.elapsed()
+}
+
+fn file_bytes(paths: &[PathBuf]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Appends an 8 KiB record and `fdatasync`s, `n` times: the cost of one durable page.
+fn floor(dir: &Path, n: usize) -> Duration {
+    let path = dir.join("floor.bin");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("floor file");
+    let record = vec![0x5au8; 8 * IDS_PER_PAGE];
+    let start = Instant::now();
+    for _ in 0..n {
+        f.write_all(&record).expect("append");
+        f.sync_data().expect("fdatasync");
+    }
+    let took = start.elapsed();
+    drop(f);
+    let _ = std::fs::remove_file(path);
+    took / u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn rate(n: u64, d: Duration) -> String {
+    format!("{:.2} M IDs/s", n as f64 / d.as_secs_f64() / 1e6)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not used by this harness.
+    let sizes: Vec<u64> = std::env::var("COMPARE_SIZES")
+        .unwrap_or_else(|_| "1000000,10000000".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let repeats: usize = std::env::var("COMPARE_REPEATS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let base = std::env::var_os("COMPARE_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = tempfile::tempdir_in(&base).expect("tempdir");
+    println!(
+        "compare: {} CPUs, files in {}, {repeats} repeats, medians",
+        std::thread::available_parallelism().map_or(0, usize::from),
+        base.display()
+    );
+    let floor_page = median((0..repeats).map(|_| floor(dir.path(), 300)).collect());
+    println!(
+        "floor: append 8 KiB + fdatasync: {:.0} µs per page",
+        floor_page.as_secs_f64() * 1e6
+    );
+
+    for &n in &sizes {
+        for shape in [Shape::Dense, Shape::Density20, Shape::Customer] {
+            let a = pages(shape, n, None);
+            let b = pages(shape, n, Some(100));
+            let n_pages = a.len() as u32;
+            println!(
+                "\n== {} IDs, {}, {} pages of {IDS_PER_PAGE}",
+                n,
+                shape.name(),
+                n_pages
+            );
+            for (label, every, exclusive) in [
+                ("durable, every page", 1u32, false),
+                ("durable, every page, --exclusive", 1, true),
+                ("group commit every 10 pages", 10, false),
+            ] {
+                let mut sl = Vec::new();
+                let mut sq = Vec::new();
+                let mut sl_bytes = 0;
+                let mut sq_bytes = 0;
+                let mut syncs = 0u64;
+                for r in 0..repeats {
+                    let sl_path = dir.path().join(format!("sl-{r}.redb"));
+                    let _ = std::fs::remove_file(&sl_path);
+                    let mut store = Store::open(
+                        &sl_path,
+                        StoreOptions::new()
+                            .checkpoint_every(every)
+                            .exclusive(exclusive),
+                    )
+                    .expect("store");
+                    let before = store.syncs();
+                    let (took, _) = sl_ingest(&mut store, shape, &a);
+                    syncs = store.syncs() - before;
+                    sl.push(took);
+                    drop(store);
+                    sl_bytes = file_bytes(std::slice::from_ref(&sl_path));
+                    let _ = std::fs::remove_file(&sl_path);
+                    if exclusive {
+                        continue; // SQLite has no exclusive mode to set beside this one
+                    }
+                    let sq_path = dir.path().join(format!("sq-{r}.db"));
+                    let _ = std::fs::remove_file(&sq_path);
+                    let mut c = sqlite(&sq_path);
+                    sq.push(sq_ingest(&mut c, shape, 1, &a, every as usize));
+                    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                        .expect("checkpoint");
+                    drop(c);
+                    sq_bytes = file_bytes(&[sq_path.clone(), sq_path.with_extension("db-wal")]);
+                    let _ = std::fs::remove_file(&sq_path);
+                }
+                let sl_m = median(sl);
+                let per_page = sl_m / n_pages.max(1);
+                let mut line = format!(
+                    "  {label:<36} scanledger {} ({:.0} µs/page, {:.2}x floor, {:.2} fsyncs/page)",
+                    rate(n, sl_m),
+                    per_page.as_secs_f64() * 1e6,
+                    per_page.as_secs_f64() / floor_page.as_secs_f64(),
+                    syncs as f64 / f64::from(n_pages.max(1)),
+                );
+                if !sq.is_empty() {
+                    let sq_m = median(sq);
+                    line.push_str(&format!(
+                        " | SQLite {} | scanledger {:.2}x SQLite",
+                        rate(n, sq_m),
+                        sq_m.as_secs_f64() / sl_m.as_secs_f64()
+                    ));
+                }
+                println!("{line}");
+                if every == 10 {
+                    println!(
+                        "  {:<36} scanledger {:.3} B/ID | SQLite {:.2} B/ID | {:.1}x smaller",
+                        "bytes per ID",
+                        sl_bytes as f64 / n as f64,
+                        sq_bytes as f64 / n as f64,
+                        sq_bytes as f64 / sl_bytes.max(1) as f64
+                    );
+                }
+            }
+            // Diff and resume on one store holding both runs, and one SQLite file.
+            let sl_path = dir.path().join("diff.redb");
+            let _ = std::fs::remove_file(&sl_path);
+            let mut store =
+                Store::open(&sl_path, StoreOptions::new().checkpoint_every(1_000)).expect("store");
+            let (_, ra) = sl_ingest(&mut store, shape, &a);
+            let (_, rb) = sl_ingest(&mut store, shape, &b);
+            let mut resumable = Reconciler::new(&contract(shape));
+            let (mut w, _) = store.begin(&contract(shape), now_ms()).expect("begin");
+            for (i, ids) in a.iter().enumerate() {
+                let seen = resumable.observe(&page_of(shape, ids, i));
+                w.checkpoint(&resumable, seen.delta).expect("checkpoint");
+            }
+            w.commit(&resumable).expect("commit");
+            let rr = w.run();
+            drop(w);
+            drop(store);
+            let store = Store::open_read(&sl_path).expect("reopen");
+            let sl_diff = median(
+                (0..repeats.max(5))
+                    .map(|_| {
+                        let t = Instant::now();
+                        let snap = store.read().expect("read");
+                        let d = scanledger::diff_runs(&snap, ra, rb).expect("diff");
+                        assert_eq!(d.diff.removed_count(), n / 100);
+                        t.elapsed()
+                    })
+                    .collect(),
+            );
+            drop(store);
+            let sl_resume = median(
+                (0..repeats)
+                    .map(|_| {
+                        let t = Instant::now();
+                        let mut s = Store::open(&sl_path, StoreOptions::new()).expect("open");
+                        let (_, loaded) = s.resume(rr, &Raise::default()).expect("resume");
+                        assert_eq!(loaded.reconciler.ids().len(), n);
+                        t.elapsed()
+                    })
+                    .collect(),
+            );
+            let sq_path = dir.path().join("diff.db");
+            let _ = std::fs::remove_file(&sq_path);
+            let mut c = sqlite(&sq_path);
+            sq_ingest(&mut c, shape, 1, &a, 1_000);
+            sq_ingest(&mut c, shape, 2, &b, 1_000);
+            let sq_diff = median(
+                (0..repeats.max(5))
+                    .map(|_| {
+                        let t = Instant::now();
+                        let removed: i64 = c
+                            .query_row(
+                                "SELECT count(*) FROM (SELECT id FROM ids WHERE run = 1
+                                 EXCEPT SELECT id FROM ids WHERE run = 2)",
+                                [],
+                                |r| r.get(0),
+                            )
+                            .expect("except");
+                        let added: i64 = c
+                            .query_row(
+                                "SELECT count(*) FROM (SELECT id FROM ids WHERE run = 2
+                                 EXCEPT SELECT id FROM ids WHERE run = 1)",
+                                [],
+                                |r| r.get(0),
+                            )
+                            .expect("except");
+                        assert_eq!((removed as u64, added), (n / 100, 0));
+                        t.elapsed()
+                    })
+                    .collect(),
+            );
+            drop(c);
+            let sq_resume = median(
+                (0..repeats)
+                    .map(|_| {
+                        let t = Instant::now();
+                        let c = sqlite(&sq_path);
+                        let (pages, last): (i64, String) = c
+                            .query_row(
+                                "SELECT count(*), max(cursor) FROM pages WHERE run = 1",
+                                [],
+                                |r| Ok((r.get(0)?, r.get(1)?)),
+                            )
+                            .expect("resume state");
+                        assert!(pages > 0 && !last.is_empty());
+                        t.elapsed()
+                    })
+                    .collect(),
+            );
+            println!(
+                "  {:<36} scanledger {:.2} ms | SQLite EXCEPT both ways {:.1} ms | {:.0}x faster",
+                "diff of two runs 1% apart",
+                sl_diff.as_secs_f64() * 1e3,
+                sq_diff.as_secs_f64() * 1e3,
+                sq_diff.as_secs_f64() / sl_diff.as_secs_f64()
+            );
+            println!(
+                "  {:<36} scanledger {:.1} ms (open + load the run) | SQLite {:.1} ms (open + read the last page)",
+                "resume-ready after a kill",
+                sl_resume.as_secs_f64() * 1e3,
+                sq_resume.as_secs_f64() * 1e3
+            );
+            let _ = std::fs::remove_file(&sl_path);
+            let _ = std::fs::remove_file(&sq_path);
+        }
+    }
+}
