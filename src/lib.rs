@@ -25,6 +25,7 @@ pub mod diff;
 pub mod digest;
 mod error;
 pub mod idset;
+mod io_bound;
 pub mod json;
 pub mod receipt;
 pub mod reconcile;
@@ -40,7 +41,7 @@ pub use contract::{
     SnapshotPolicy,
 };
 pub use diff::Diff;
-pub use error::{ContractError, Error, Result, SourceError, StoreError};
+pub use error::{ContractError, Error, FileError, Result, SourceError, StoreError};
 pub use idset::IdSet;
 pub use receipt::{Receipt, RunId, RunMeta};
 pub use reconcile::{Limit, Progress, Reconciler, Request, Status, Step, Violation, ViolationKind};
