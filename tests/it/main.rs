@@ -2,6 +2,7 @@
 
 mod crash;
 mod evidence;
+mod inputs;
 mod props;
 mod resume;
 mod scenarios;

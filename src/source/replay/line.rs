@@ -156,15 +156,6 @@ impl<'de> DeserializeSeed<'de> for LineSeed {
     }
 }
 
-/// Takes a field's value once; a second occurrence of the key is refused.
-fn once<T, E: de::Error>(slot: &mut Option<T>, key: &str, value: T) -> Result<(), E> {
-    if slot.is_some() {
-        return Err(E::custom(format_args!("duplicate key {key:?}")));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
 fn wrong<E: de::Error>(key: &str, wants: &str) -> E {
     E::custom(format_args!("field {key:?} must be {wants}"))
 }
@@ -187,11 +178,19 @@ impl<'de> Visitor<'de> for LineSeed {
         let mut truncated: Option<bool> = None;
         let mut delay_ms: Option<u64> = None;
         let mut error: Option<ErrorKind> = None;
+        // Keys seen so far, one bit per index of LINE_KEYS: a second one is refused before
+        // its value is read, so the error points at the key.
+        let mut seen = 0u32;
+        const _: () = assert!(LINE_KEYS.len() <= 32);
         while let Some(idx) = map.next_key_seed(KeySeed {
             names: LINE_KEYS,
             context: Context::Line,
         })? {
             let key = LINE_KEYS[idx];
+            if seen & (1 << idx) != 0 {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            seen |= 1 << idx;
             let scalar = |map: &mut A, wants| {
                 map.next_value_seed(ScalarSeed {
                     key,
@@ -207,7 +206,7 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::Str(s) => Some(s),
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut cursor, key, v)?;
+                    cursor = Some(v);
                 }
                 "after" => {
                     let wants = "a string or an integer";
@@ -217,12 +216,9 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::I64(n) => n.to_string(),
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut after, key, v)?;
+                    after = Some(v);
                 }
                 "items" => {
-                    if items.is_some() {
-                        return Err(de::Error::custom("duplicate key \"items\""));
-                    }
                     items = Some(map.next_value_seed(ItemsSeed {
                         mode: self.mode,
                         capacity: self.items_capacity,
@@ -235,15 +231,11 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::Str(s) => Some(s),
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(
-                        if key == "next" {
-                            &mut next
-                        } else {
-                            &mut snapshot
-                        },
-                        key,
-                        v,
-                    )?;
+                    if key == "next" {
+                        next = Some(v);
+                    } else {
+                        snapshot = Some(v);
+                    }
                 }
                 "complete" => {
                     let wants = "a boolean or null";
@@ -252,7 +244,7 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::Bool(b) => Some(b),
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut complete, key, v)?;
+                    complete = Some(v);
                 }
                 "truncated" => {
                     let wants = "a boolean or null";
@@ -261,7 +253,7 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::Bool(b) => b,
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut truncated, key, v)?;
+                    truncated = Some(v);
                 }
                 "delay_ms" => {
                     let wants = "an integer from 0 to 3600000";
@@ -270,7 +262,7 @@ impl<'de> Visitor<'de> for LineSeed {
                         Scalar::U64(n) if n <= DELAY_MS_MAX => n,
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut delay_ms, key, v)?;
+                    delay_ms = Some(v);
                 }
                 "error" => {
                     let wants =
@@ -285,7 +277,7 @@ impl<'de> Visitor<'de> for LineSeed {
                         },
                         _ => return Err(wrong(key, wants)),
                     };
-                    once(&mut error, key, v)?;
+                    error = Some(v);
                 }
                 _ => {
                     // "query": strict JSON, so the echo compared with the contract is exact.
@@ -295,7 +287,7 @@ impl<'de> Visitor<'de> for LineSeed {
                             without_position(&e.to_string())
                         ))
                     })?;
-                    once(&mut query, key, Some(v.0).filter(|v| !v.is_null()))?;
+                    query = Some(Some(v.0).filter(|v| !v.is_null()));
                 }
             }
         }

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -77,6 +77,26 @@ enum Served {
     Collision(Vec<(Key, Vec<Entry>, usize)>),
 }
 
+/// The hash of request keys: keyed at random per source, so a file cannot be crafted to
+/// collide (collisions are resolved exactly anyway, at the cost of re-reading lines).
+#[derive(Debug)]
+enum KeyHasher {
+    Random(RandomState),
+    /// Every key hashes alike: the tests of the collision path.
+    #[cfg(test)]
+    Constant,
+}
+
+impl KeyHasher {
+    fn hash(&self, key: KeyRef<'_>) -> u64 {
+        match self {
+            KeyHasher::Random(state) => state.hash_one(key),
+            #[cfg(test)]
+            KeyHasher::Constant => 0,
+        }
+    }
+}
+
 /// Where the lines come from.
 #[derive(Debug)]
 enum Backing {
@@ -93,7 +113,7 @@ pub struct ReplaySource {
     backing: Backing,
     /// Sorted by (key hash, offset): a key's lines are contiguous and in file order.
     entries: Vec<Entry>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     /// Keys with several lines that were asked for.
     served: HashMap<u64, Served>,
     /// The line being parsed, reused between fetches.
@@ -177,9 +197,9 @@ impl ReplaySource {
             REPLAY_FILE_BYTES_MAX,
             "a replay file is read again by offsets",
         )?;
-        let hasher = RandomState::new();
+        let hasher = KeyHasher::Random(RandomState::new());
         let reader = BufReader::with_capacity(INDEX_READ_BUFFER_BYTES, (&file).take(len_bytes));
-        let entries = index(path, reader, &hasher)?;
+        let entries = index(path, reader, &hasher, REPLAY_LINE_BYTES_MAX)?;
         Ok(ReplaySource::new(
             path,
             Backing::File { file, len_bytes },
@@ -193,8 +213,21 @@ impl ReplaySource {
     /// # Errors
     /// `SourceError::ReplayJson` / `SourceError::Replay` naming line, column and field.
     pub fn parse(path: &Path, text: &str) -> Result<ReplaySource, SourceError> {
-        let hasher = RandomState::new();
-        let entries = index(path, text.as_bytes(), &hasher)?;
+        ReplaySource::parse_with(
+            path,
+            text,
+            KeyHasher::Random(RandomState::new()),
+            REPLAY_LINE_BYTES_MAX,
+        )
+    }
+
+    fn parse_with(
+        path: &Path,
+        text: &str,
+        hasher: KeyHasher,
+        line_bytes_max: usize,
+    ) -> Result<ReplaySource, SourceError> {
+        let entries = index(path, text.as_bytes(), &hasher, line_bytes_max)?;
         Ok(ReplaySource::new(
             path,
             Backing::Bytes(text.as_bytes().to_vec()),
@@ -207,7 +240,7 @@ impl ReplaySource {
         path: &Path,
         backing: Backing,
         mut entries: Vec<Entry>,
-        hasher: RandomState,
+        hasher: KeyHasher,
     ) -> ReplaySource {
         entries.sort_unstable_by_key(|e| (e.key_hash, e.offset));
         ReplaySource {
@@ -239,7 +272,7 @@ impl ReplaySource {
 
     /// Finds, reads and parses the line that answers `request`, and counts it served.
     fn take_line(&mut self, request: &Request) -> Result<(Parsed, u32), SourceError> {
-        let key_hash = self.hasher.hash_one(key_of(request));
+        let key_hash = self.hasher.hash(key_of(request));
         let start = self.entries.partition_point(|e| e.key_hash < key_hash);
         let end = self.entries.partition_point(|e| e.key_hash <= key_hash);
         let entry = match end - start {
@@ -374,7 +407,8 @@ impl ReplaySource {
 fn index(
     path: &Path,
     mut reader: impl BufRead,
-    hasher: &RandomState,
+    hasher: &KeyHasher,
+    line_bytes_max: usize,
 ) -> Result<Vec<Entry>, SourceError> {
     let io = |source| FileError::Io {
         path: path.to_owned(),
@@ -385,14 +419,14 @@ fn index(
     let mut offset = 0u64;
     let mut line_no = 0usize;
     loop {
-        let read = io_bound::read_line(&mut reader, &mut buf, REPLAY_LINE_BYTES_MAX).map_err(io)?;
+        let read = io_bound::read_line(&mut reader, &mut buf, line_bytes_max).map_err(io)?;
         let consumed_bytes = match read {
             LineRead::End => break,
             LineRead::TooLong => {
                 return Err(replay_error(
                     path,
                     line_no + 1,
-                    format!("the line is longer than {REPLAY_LINE_BYTES_MAX} bytes"),
+                    format!("the line is longer than {line_bytes_max} bytes"),
                 ))
             }
             LineRead::Line { consumed_bytes } => consumed_bytes,
@@ -413,7 +447,7 @@ fn index(
             // at most REPLAY_FILE_BYTES_MAX, and at REPLAY_LINE_BYTES_MAX per line.
             let too_large = || replay_error(path, line_no, "past the file's bound".to_owned());
             entries.push(Entry {
-                key_hash: hasher.hash_one(parsed.key.as_ref()),
+                key_hash: hasher.hash(parsed.key.as_ref()),
                 offset: u32::try_from(offset).map_err(|_| too_large())?,
                 len: u32::try_from(line.len()).map_err(|_| too_large())?,
             });
