@@ -70,7 +70,10 @@ fn successive_requests_take_successive_lines_and_the_last_repeats() {
         assert_eq!(answer(&mut s, &cursor("c1")), ints(&[3]));
         assert_eq!(answer(&mut s, &cursor("c1")), ints(&[3]));
         assert_eq!(answer(&mut s, &Request::After("5".into())), ints(&[6]));
-        assert_eq!(answer(&mut s, &Request::After("6".into())), Err("unanswered".into()));
+        assert_eq!(
+            answer(&mut s, &Request::After("6".into())),
+            Err("unanswered".into())
+        );
         assert_eq!(answer(&mut s, &cursor("c9")), Err("unanswered".into()));
         assert_eq!(answer(&mut s, &cursor("")), Err("unanswered".into()));
     }
@@ -90,13 +93,21 @@ fn generators_expand_only_their_page_and_stop_at_the_top_of_u64() {
         hi,
         prefix: prefix.map(str::to_owned),
     };
-    let ids = |items: Items| -> Vec<RawId> { items.into_items().into_iter().map(|i| i.id).collect() };
+    let ids =
+        |items: Items| -> Vec<RawId> { items.into_items().into_iter().map(|i| i.id).collect() };
     // `lo..lo + n` once wrapped to `lo..0` here: an empty page, and a verified receipt.
     assert_eq!(
         ids(range(u64::MAX - 2, u64::MAX, None)),
-        vec![RawId::Int(u64::MAX - 2), RawId::Int(u64::MAX - 1), RawId::Int(u64::MAX)]
+        vec![
+            RawId::Int(u64::MAX - 2),
+            RawId::Int(u64::MAX - 1),
+            RawId::Int(u64::MAX)
+        ]
     );
-    assert_eq!(ids(range(u64::MAX, u64::MAX, None)), vec![RawId::Int(u64::MAX)]);
+    assert_eq!(
+        ids(range(u64::MAX, u64::MAX, None)),
+        vec![RawId::Int(u64::MAX)]
+    );
     assert_eq!(
         ids(range(u64::MAX - 1, u64::MAX, Some("c-"))),
         vec![
@@ -108,12 +119,18 @@ fn generators_expand_only_their_page_and_stop_at_the_top_of_u64() {
         let got = ids(range(lo, hi, None));
         assert_eq!(got.len(), ITEMS_KEPT_MAX, "{lo}..={hi}");
         assert_eq!(got[0], RawId::Int(lo));
-        assert_eq!(got[ITEMS_KEPT_MAX - 1], RawId::Int(lo + (ITEMS_KEPT_MAX as u64 - 1)));
+        assert_eq!(
+            got[ITEMS_KEPT_MAX - 1],
+            RawId::Int(lo + (ITEMS_KEPT_MAX as u64 - 1))
+        );
     }
     assert_eq!(ids(range(5, 100_004, None)).len(), ITEMS_KEPT_MAX - 1);
     // Through a line: the page bound holds however wide the range.
     let mut s = source("{\"cursor\": null, \"items\": {\"range\": [0, 18446744073709551615]}}");
-    assert_eq!(s.answer(&Request::First).unwrap().items.len(), ITEMS_KEPT_MAX);
+    assert_eq!(
+        s.answer(&Request::First).unwrap().items.len(),
+        ITEMS_KEPT_MAX
+    );
 }
 
 #[test]
@@ -126,12 +143,16 @@ fn prefixed_ids_are_the_prefix_and_the_decimal_digits() {
 
 #[test]
 fn lists_keep_one_item_and_one_label_past_their_bounds() {
-    let many: Vec<String> = (0..ITEMS_KEPT_MAX as u64 + 5).map(|n| n.to_string()).collect();
+    let many: Vec<String> = (0..ITEMS_KEPT_MAX as u64 + 5)
+        .map(|n| n.to_string())
+        .collect();
     let line = format!("{{\"cursor\": null, \"items\": [{}]}}", many.join(","));
     let page = source(&line).answer(&Request::First).unwrap();
     assert_eq!(page.items.len(), ITEMS_KEPT_MAX);
     assert_eq!(page.size_bytes, line.len() as u64);
-    let labels: Vec<String> = (0..LABELS_PER_ITEM_MAX + 5).map(|n| format!("\"l{n}\"")).collect();
+    let labels: Vec<String> = (0..LABELS_PER_ITEM_MAX + 5)
+        .map(|n| format!("\"l{n}\""))
+        .collect();
     let line = format!(
         "{{\"cursor\": null, \"items\": [{{\"id\": 1, \"labels\": [{}]}}]}}",
         labels.join(",")
@@ -175,7 +196,13 @@ fn page_fields_are_read_as_written() {
     let nulls = r#"{"cursor": null, "next": null, "complete": null, "snapshot": null, "query": null, "truncated": null, "delay_ms": null}"#;
     let page = source(nulls).answer(&Request::First).unwrap();
     assert_eq!(
-        (page.next, page.complete, page.snapshot, page.query, page.truncated),
+        (
+            page.next,
+            page.complete,
+            page.snapshot,
+            page.query,
+            page.truncated
+        ),
         (None, None, None, None, false)
     );
 }
@@ -247,7 +274,10 @@ fn bad_lines_are_refused_naming_line_column_and_field() {
 #[test]
 fn a_line_that_is_not_utf8_is_refused_at_its_column() {
     let e = line::parse(b"{\"cursor\": \"a\xff\"}", Mode::Validate).unwrap_err();
-    assert_eq!((e.column, e.problem.as_str()), (14, "the line is not UTF-8"));
+    assert_eq!(
+        (e.column, e.problem.as_str()),
+        (14, "the line is not UTF-8")
+    );
 }
 
 #[test]
@@ -289,11 +319,16 @@ fn blank_lines_count_and_crlf_is_not_part_of_the_page() {
 
 #[test]
 fn a_line_over_the_bound_is_refused_naming_it() {
-    let text = format!("{{\"cursor\": null}}\n{{\"cursor\": \"{}\"}}\n", "x".repeat(100));
-    let e = ReplaySource::parse_with(Path::new("t.jsonl"), &text, KeyHasher::Constant, 64)
-        .unwrap_err();
+    let text = format!(
+        "{{\"cursor\": null}}\n{{\"cursor\": \"{}\"}}\n",
+        "x".repeat(100)
+    );
+    let e =
+        ReplaySource::parse_with(Path::new("t.jsonl"), &text, KeyHasher::Constant, 64).unwrap_err();
     assert_eq!(e.to_string(), "t.jsonl:2: the line is longer than 64 bytes");
-    assert!(ReplaySource::parse_with(Path::new("t.jsonl"), &text, KeyHasher::Constant, 120).is_ok());
+    assert!(
+        ReplaySource::parse_with(Path::new("t.jsonl"), &text, KeyHasher::Constant, 120).is_ok()
+    );
 }
 
 #[test]
@@ -307,7 +342,11 @@ fn a_file_changed_after_opening_is_refused() {
     assert_eq!(answer(&mut s, &Request::First), ints(&[1]));
 
     // Rewritten in place, same size: the line no longer parses; the error names its line.
-    std::fs::write(&p, format!("{first}{{\"cursor\": \"c\", \"items\": [2}}}}\n")).unwrap();
+    std::fs::write(
+        &p,
+        format!("{first}{{\"cursor\": \"c\", \"items\": [2}}}}\n"),
+    )
+    .unwrap();
     match s.answer(&cursor("c")) {
         Err(FetchError::Fatal(e)) => {
             let want = format!("{}:2:28: expected `,` or `]`", p.display());
@@ -337,5 +376,8 @@ fn only_regular_files_are_replayed() {
     );
     let dir = tempfile::tempdir().unwrap();
     let e = ReplaySource::open(dir.path()).unwrap_err();
-    assert!(matches!(e, SourceError::File(FileError::Directory { .. })), "{e}");
+    assert!(
+        matches!(e, SourceError::File(FileError::Directory { .. })),
+        "{e}"
+    );
 }
