@@ -103,18 +103,19 @@ pub(crate) fn open_regular(
 pub(crate) enum LineRead {
     /// No byte was left.
     End,
-    /// A line is in the buffer, without its `\n`; `consumed_bytes` counts the `\n` too.
+    /// A line was appended to the buffer, without its `\n`; `consumed_bytes` counts the
+    /// `\n` too.
     Line {
         /// Bytes taken from the reader.
         consumed_bytes: usize,
     },
-    /// The line is longer than the bound; the buffer holds its first `max_bytes + 1` bytes
+    /// The line is longer than the bound; the buffer got its first `max_bytes + 1` bytes
     /// and the reader is left inside the line.
     TooLong,
 }
 
-/// Reads one line (up to and including `\n`, or to the end) into `buf`, reading at most
-/// `max_bytes + 1` bytes whatever the input holds.
+/// Appends one line (up to and including `\n`, or to the end) to `buf`, reading at most
+/// `max_bytes + 1` bytes whatever the input holds; the `\n` is not kept.
 ///
 /// # Errors
 /// The reader's IO errors.
@@ -123,7 +124,7 @@ pub(crate) fn read_line(
     buf: &mut Vec<u8>,
     max_bytes: usize,
 ) -> io::Result<LineRead> {
-    buf.clear();
+    let start = buf.len();
     let limit = u64::try_from(max_bytes)
         .unwrap_or(u64::MAX)
         .saturating_add(1);
@@ -133,7 +134,7 @@ pub(crate) fn read_line(
     }
     if buf.last() == Some(&b'\n') {
         buf.pop();
-    } else if buf.len() > max_bytes {
+    } else if buf.len() - start > max_bytes {
         return Ok(LineRead::TooLong);
     }
     Ok(LineRead::Line { consumed_bytes })
@@ -150,6 +151,7 @@ mod tests {
         let mut buf = Vec::new();
         let mut got = Vec::new();
         loop {
+            buf.clear();
             match read_line(&mut reader, &mut buf, max_bytes).unwrap() {
                 LineRead::End => break,
                 LineRead::Line { .. } => got.push(Ok(buf.clone())),
@@ -172,6 +174,12 @@ mod tests {
         check_lines(b"ab\nabc", 2, &[Ok(b"ab"), Err(())]);
         check_lines(b"\n\n", 0, &[Ok(b""), Ok(b"")]);
         check_lines(b"", 5, &[]);
+        // Lines are appended: the bound is on the line, not on the buffer.
+        let mut reader: &[u8] = b"ab\ncd\n";
+        let mut buf = b"xyz".to_vec();
+        read_line(&mut reader, &mut buf, 2).unwrap();
+        read_line(&mut reader, &mut buf, 2).unwrap();
+        assert_eq!(buf, b"xyzabcd");
         // An endless input stops one byte past the bound.
         let mut zeros = io::BufReader::new(io::repeat(0));
         let mut buf = Vec::new();

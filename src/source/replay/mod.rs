@@ -28,14 +28,16 @@ use std::time::Duration;
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{Page, PAGE_SIZE_BYTES_MAX};
 use crate::error::{FileError, SourceError};
-use crate::io_bound::{self, LineRead};
+use crate::io_bound;
 use crate::reconcile::Request;
 
+mod index;
 mod items;
 mod line;
 #[cfg(test)]
 mod tests;
 
+use index::{index, Entry};
 use line::{Answer, ErrorKind, Key, LineError, Mode, Parsed};
 
 /// Bytes of a replay file.
@@ -55,17 +57,6 @@ const INDEX_READ_BUFFER_BYTES: usize = 256 * 1024;
 /// Line buffers larger than this are released after a fetch, so one huge page does not pin
 /// its memory for the rest of the scan.
 const LINE_BUFFER_KEPT_BYTES: usize = 1 << 20;
-
-/// One non-blank line of the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    /// The hash of the line's request key (`ReplaySource::hasher`).
-    key_hash: u64,
-    /// Where the line starts.
-    offset: u32,
-    /// Its length without the line break.
-    len: u32,
-}
 
 /// How the lines of one key hash serve successive requests, once a key with several lines
 /// has been asked for.
@@ -253,6 +244,21 @@ impl ReplaySource {
         }
     }
 
+    /// Fuzzing support: one line (without its line break) parsed as the indexing pass does
+    /// (validated, nothing kept) and as a fetch does (the page, generators expanded; `None`
+    /// for a failure answer). The two must agree on every input.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn parse_line_both_ways(line: &[u8]) -> (Result<(), String>, Result<Option<Page>, String>) {
+        let validated = line::parse(line, Mode::Validate)
+            .map(|_| ())
+            .map_err(|e| e.problem);
+        let collected = line::parse(line, Mode::Collect)
+            .map(|parsed| page_of(parsed, 0).ok())
+            .map_err(|e| e.problem);
+        (validated, collected)
+    }
+
     /// Lines indexed (non-blank lines of the file).
     #[must_use]
     pub fn lines(&self) -> usize {
@@ -401,63 +407,6 @@ impl ReplaySource {
             self.buf = Vec::new();
         }
     }
-}
-
-/// The indexing pass: every line read with a bound, validated, and its key and place kept.
-fn index(
-    path: &Path,
-    mut reader: impl BufRead,
-    hasher: &KeyHasher,
-    line_bytes_max: usize,
-) -> Result<Vec<Entry>, SourceError> {
-    let io = |source| FileError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let mut entries = Vec::new();
-    let mut buf = Vec::new();
-    let mut offset = 0u64;
-    let mut line_no = 0usize;
-    loop {
-        let read = io_bound::read_line(&mut reader, &mut buf, line_bytes_max).map_err(io)?;
-        let consumed_bytes = match read {
-            LineRead::End => break,
-            LineRead::TooLong => {
-                return Err(replay_error(
-                    path,
-                    line_no + 1,
-                    format!("the line is longer than {line_bytes_max} bytes"),
-                ))
-            }
-            LineRead::Line { consumed_bytes } => consumed_bytes,
-        };
-        line_no += 1;
-        if line_no > REPLAY_LINES_MAX {
-            return Err(replay_error(
-                path,
-                line_no,
-                format!("more than {REPLAY_LINES_MAX} lines"),
-            ));
-        }
-        let line = without_cr(&buf);
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            let parsed =
-                line::parse(line, Mode::Validate).map_err(|e| json_error(path, line_no, e))?;
-            // Both fit u32 (asserted at compile time): the reader stops at the file's size,
-            // at most REPLAY_FILE_BYTES_MAX, and at REPLAY_LINE_BYTES_MAX per line.
-            let too_large = || replay_error(path, line_no, "past the file's bound".to_owned());
-            entries.push(Entry {
-                key_hash: hasher.hash(parsed.key.as_ref()),
-                offset: u32::try_from(offset).map_err(|_| too_large())?,
-                len: u32::try_from(line.len()).map_err(|_| too_large())?,
-            });
-        }
-        offset = offset.saturating_add(consumed_bytes as u64);
-    }
-    if entries.is_empty() {
-        return Err(replay_error(path, 0, "the file has no lines".to_owned()));
-    }
-    Ok(entries)
 }
 
 /// The page (or failure) of a parsed line; `len` is the line's size on the wire.

@@ -381,3 +381,26 @@ fn only_regular_files_are_replayed() {
         "{e}"
     );
 }
+
+#[test]
+fn a_large_file_validated_in_parts_reports_its_first_bad_line() {
+    // Over PARALLEL_BYTES_MIN, a batch is validated on several threads; the answer is the one
+    // a single pass gives: every line indexed, or the first bad line in file order.
+    let line = |i: usize| {
+        format!(
+            "{{\"cursor\": \"c{i}\", \"items\": [{i}], \"next\": \"c{}\"}}\n",
+            i + 1
+        )
+    };
+    let mut lines: Vec<String> = (0..30_000).map(line).collect();
+    lines[0] = "{\"cursor\": null, \"items\": [0], \"next\": \"c1\"}\n".to_owned();
+    let mut s = source(&lines.concat());
+    assert_eq!(s.lines(), 30_000);
+    assert_eq!(answer(&mut s, &cursor("c29999")), ints(&[29_999]));
+    lines[25_000] = "{\"cursor\": 1}\n".to_owned();
+    lines[7_000] = "{\"cursor\": 2}\n".to_owned();
+    assert_eq!(
+        open_err(&lines.concat()),
+        "t.jsonl:7001:13: field \"cursor\" must be a string or null"
+    );
+}
