@@ -248,7 +248,6 @@ impl ReplaySource {
     /// (validated, nothing kept) and as a fetch does (the page, generators expanded; `None`
     /// for a failure answer). The two must agree on every input.
     #[doc(hidden)]
-    #[must_use]
     pub fn parse_line_both_ways(line: &[u8]) -> (Result<(), String>, Result<Option<Page>, String>) {
         let validated = line::parse(line, Mode::Validate)
             .map(|_| ())
