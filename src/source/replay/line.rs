@@ -123,7 +123,7 @@ fn line_error(e: &serde_json::Error) -> LineError {
     }
 }
 
-pub(super) fn without_position(message: &str) -> &str {
+fn without_position(message: &str) -> &str {
     match message.rfind(" at line ") {
         Some(i) => &message[..i],
         None => message,
