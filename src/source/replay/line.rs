@@ -97,12 +97,7 @@ pub(super) fn parse(line: &[u8], mode: Mode) -> Result<Parsed, LineError> {
     // for items with labels, and never past the page bound.
     let items_capacity = match mode {
         Mode::Validate => 0,
-        Mode::Collect => line
-            .iter()
-            .filter(|b| **b == b',')
-            .count()
-            .saturating_add(1)
-            .min(ITEMS_KEPT_MAX),
+        Mode::Collect => commas(line).saturating_add(1).min(ITEMS_KEPT_MAX),
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = LineSeed {
@@ -113,6 +108,14 @@ pub(super) fn parse(line: &[u8], mode: Mode) -> Result<Parsed, LineError> {
     .map_err(|e| line_error(&e))?;
     de.end().map_err(|e| line_error(&e))?;
     Ok(parsed)
+}
+
+/// The commas of a line. Summed per 64 bytes as a `u8` (at most 64), which vectorizes; a
+/// plain `filter().count()` widens every byte and ran at under half the speed.
+fn commas(line: &[u8]) -> usize {
+    line.chunks(64)
+        .map(|c| usize::from(c.iter().map(|b| u8::from(*b == b',')).sum::<u8>()))
+        .sum()
 }
 
 /// serde_json appends " at line L column C" to its messages; the position is kept apart.
