@@ -108,10 +108,9 @@ impl<'de> Visitor<'de> for ItemsSeed {
         let mut index = 0usize;
         loop {
             let keep = self.mode == Mode::Collect && items.len() < ITEMS_KEPT_MAX;
-            match seq.next_element_seed(ItemSeed { index, keep })? {
-                None => break,
-                Some(Some(item)) => items.push(item),
-                Some(None) => {}
+            let out = keep.then_some(&mut items);
+            if seq.next_element_seed(ItemSeed { index, out })?.is_none() {
+                break;
             }
             index = index.saturating_add(1);
         }
@@ -207,56 +206,67 @@ impl<'de> Visitor<'de> for RangeSeed {
     }
 }
 
-/// One element of `items`; `None` when not kept.
-struct ItemSeed {
+/// One element of `items`, pushed straight onto the page's list when kept (`out`), so the
+/// item is built in place rather than moved through the parser.
+struct ItemSeed<'a> {
     index: usize,
-    keep: bool,
+    out: Option<&'a mut Vec<Item>>,
 }
 
-impl<'de> DeserializeSeed<'de> for ItemSeed {
-    type Value = Option<Item>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Item>, D::Error> {
+impl<'de> DeserializeSeed<'de> for ItemSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl ItemSeed {
-    fn id(&self, id: impl FnOnce() -> RawId) -> Option<Item> {
-        self.keep.then(|| Item::new(id()))
+impl ItemSeed<'_> {
+    fn id(self, id: impl FnOnce() -> RawId) {
+        if let Some(out) = self.out {
+            out.push(Item::new(id()));
+        }
     }
 }
 
-impl<'de> Visitor<'de> for ItemSeed {
-    type Value = Option<Item>;
+impl<'de> Visitor<'de> for ItemSeed<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "items[{}] to be an ID or an item object", self.index)
     }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Int(v)))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.id(|| RawId::Int(v));
+        Ok(())
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Str(v.to_owned())))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.id(|| RawId::Str(v.to_owned()));
+        Ok(())
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Other(v.to_string())))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.id(|| RawId::Other(v.to_string()));
+        Ok(())
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Other(float_text(v))))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.id(|| RawId::Other(float_text(v)));
+        Ok(())
     }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Other(v.to_string())))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.id(|| RawId::Other(v.to_string()));
+        Ok(())
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<Item>, E> {
-        Ok(self.id(|| RawId::Other("null".to_owned())))
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.id(|| RawId::Other("null".to_owned()));
+        Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Item>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
         Skip { depth: ITEM_DEPTH }.visit_seq(seq)?;
-        Ok(self.id(|| RawId::Other("[…]".to_owned())))
+        self.id(|| RawId::Other("[…]".to_owned()));
+        Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Item>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         const KEYS: &[&str] = &["id", "labels"];
         let context = Context::Item(self.index);
+        let keep = self.out.is_some();
         let mut id: Option<Option<RawId>> = None;
         let mut labels: Option<Vec<String>> = None;
         while let Some(idx) = map.next_key_seed(KeySeed {
@@ -275,22 +285,25 @@ impl<'de> Visitor<'de> for ItemSeed {
                 )));
             }
             if idx == 0 {
-                id = Some(map.next_value_seed(IdSeed { keep: self.keep })?);
+                id = Some(map.next_value_seed(IdSeed { keep })?);
             } else {
                 labels = Some(map.next_value_seed(LabelsSeed {
                     index: self.index,
-                    keep: self.keep,
+                    keep,
                 })?);
             }
         }
         let id = id.ok_or_else(|| {
             de::Error::custom(format_args!("{context}an item object needs an \"id\""))
         })?;
-        Ok(id.map(|id| Item {
-            id,
-            labels: labels.unwrap_or_default(),
-            content: None,
-        }))
+        if let (Some(out), Some(id)) = (self.out, id) {
+            out.push(Item {
+                id,
+                labels: labels.unwrap_or_default(),
+                content: None,
+            });
+        }
+        Ok(())
     }
 }
 
