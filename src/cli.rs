@@ -348,27 +348,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 /// Reads and validates a contract file.
 ///
 /// # Errors
-/// `Error::Io` when unreadable, `Error::Contract` naming the key.
+/// `Error::File` when unreadable or larger than `CONTRACT_BYTES_MAX` (bounded while read, so a
+/// FIFO works and `/dev/zero` is refused), `Error::Contract` naming the key.
 pub(crate) fn read_contract(path: &Path) -> Result<Contract, Error> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| Error::Io {
-            path: path.to_owned(),
-            source: e,
-        })?
-        .len();
-    if len > scanledger::CONTRACT_BYTES_MAX as u64 {
-        return Err(Error::Contract {
-            path: path.to_owned(),
-            source: scanledger::ContractError::TooLarge {
-                len_bytes: usize::try_from(len).unwrap_or(usize::MAX),
-                max_bytes: scanledger::CONTRACT_BYTES_MAX,
-            },
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.to_owned(),
-        source: e,
-    })?;
+    let text = scanledger::read_bounded(path, scanledger::CONTRACT_BYTES_MAX as u64)?;
     Contract::from_json(&text).map_err(|e| Error::Contract {
         path: path.to_owned(),
         source: e,

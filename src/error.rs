@@ -55,6 +55,63 @@ pub enum ContractError {
     },
 }
 
+/// An input file that could not be read within its bound (`io_bound`): contracts, replay
+/// files, receipts given to `verify`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file holds more than the bound; found while reading, whatever its stated size.
+    #[error("{path} is larger than {max_bytes} bytes")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound.
+        max_bytes: u64,
+    },
+    /// A directory where a file is expected.
+    #[error("{path} is a directory, not a file")]
+    Directory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Not a regular file where one is needed (a replay file is read by offsets, so a pipe
+    /// or a device cannot serve it).
+    #[error("{path} is not a regular file; {why}")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// Why a regular file is needed.
+        why: &'static str,
+    },
+    /// The bytes are not UTF-8 text.
+    #[error("{path} is not UTF-8 text")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file changed while it was being read by offsets.
+    #[error(
+        "{path} changed while it was being read ({was_bytes} bytes when opened, {now_bytes} now)"
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// Its size when opened.
+        was_bytes: u64,
+        /// Its size now.
+        now_bytes: u64,
+    },
+    /// Opening or reading failed.
+    #[error("cannot read {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// A source that could not be set up or read (not a page failure: those are violations).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -75,6 +132,21 @@ pub enum SourceError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// A replay file that cannot be read within its bounds.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A line of a replay file is not JSON or not a replay line, at a known column.
+    #[error("{path}:{line}:{column}: {problem}")]
+    ReplayJson {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based byte column in the line.
+        column: usize,
+        /// What is wrong, naming the field.
+        problem: String,
     },
     /// A line of a replay file is malformed.
     #[error("{path}:{line}: {problem}")]
@@ -151,6 +223,9 @@ pub enum Error {
     /// A command line or input file that cannot be used.
     #[error("{0}")]
     Usage(String),
+    /// An input file that could not be read within its bound.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// A file that could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -167,7 +242,11 @@ impl Error {
     #[must_use]
     pub fn is_input_error(&self) -> bool {
         match self {
-            Error::Contract { .. } | Error::Source(_) | Error::Usage(_) | Error::Io { .. } => true,
+            Error::Contract { .. }
+            | Error::Source(_)
+            | Error::Usage(_)
+            | Error::File(_)
+            | Error::Io { .. } => true,
             Error::Diff(e) => !matches!(
                 e,
                 crate::evidence::DiffError::Read(crate::store::ReadError::Io { .. })

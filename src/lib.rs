@@ -41,6 +41,7 @@ pub mod digest;
 mod error;
 mod evidence;
 mod idset;
+mod io_bound;
 pub mod json;
 mod receipt;
 mod reconcile;
@@ -63,12 +64,13 @@ pub use contract::{
     PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT, PAGE_TIMEOUT_MS_DEFAULT,
     PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT, VIOLATIONS_KEPT_MAX,
 };
-pub use error::{ContractError, Error, Result, SourceError};
+pub use error::{ContractError, Error, FileError, Result, SourceError};
 pub use evidence::{
     comparable_of, diff, diff_runs, verify, verify_receipt, Diff, DiffError, FoundIn, Mismatch,
     NotComparable, RangeList, Renderer, RunDiff,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
+pub use io_bound::read_text as read_bounded;
 pub use receipt::{
     merkle_root_of, rfc3339, terminal_safe, LabelSummary, Ranges, Receipt, ReceiptError, RunId,
     RunMeta, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS,

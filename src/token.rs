@@ -6,8 +6,13 @@
 //! edited or forged token, an expired one, or one issued before the run changed is refused
 //! with an error that says which. Pure: the caller supplies the key and the clock.
 //! Layout and MAC input are specified in `docs/FORMAT.md` ("Page tokens").
+//! The primitives come from well-kept crates, none is hand-written: `hmac` (over `sha2`)
+//! computes the MAC and checks it in constant time (`verify_slice`), `base64` encodes the
+//! text with its strict URL-safe engine.
 
-use sha2::{Digest, Sha256};
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 use crate::digest::Hash;
 use crate::receipt::{rfc3339, RunId};
@@ -97,6 +102,18 @@ pub enum TokenError {
     },
 }
 
+/// HMAC-SHA256 (RFC 2104), from the `hmac` crate.
+type HmacSha256 = Hmac<Sha256>;
+
+/// The base64url engine of the token text: RFC 4648 §5 alphabet, no padding, and strict
+/// decoding (padding and non-zero trailing bits are refused), so one token has one text.
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+fn hmac_keyed(key: &[u8]) -> HmacSha256 {
+    // HMAC hashes a key longer than the block and pads a shorter one: every length is valid.
+    <HmacSha256 as Mac>::new_from_slice(key).expect("invariant: HMAC takes keys of any length")
+}
+
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`.
 ///
 /// ```
@@ -109,27 +126,17 @@ pub enum TokenError {
 /// ```
 #[must_use]
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> Hash {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    inner.update(message);
-    let inner_hash = inner.finalize();
-    let mut outer = Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner_hash);
-    outer.finalize().into()
+    let mut m = hmac_keyed(key);
+    m.update(message);
+    m.finalize().into_bytes().into()
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+fn put_str(m: &mut HmacSha256, s: &str) {
+    // Tenants and query digests are far below 4 GiB; a longer one would saturate the length
+    // and still bind its bytes, which follow.
     let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
+    m.update(&len.to_le_bytes());
+    m.update(s.as_bytes());
 }
 
 /// The bytes of a token before its MAC: version, run, position, stamp, expiry (LE).
@@ -147,18 +154,26 @@ fn body(c: &Claims) -> [u8; TOKEN_BYTES - 32] {
 /// `HMAC(key, domain || body || u8 has_tenant [|| u32le len || tenant] || u32le len || query_digest)`.
 #[must_use]
 pub fn mac(key: &[u8], claims: &Claims, binding: &Binding<'_>) -> Hash {
-    let mut m = Vec::with_capacity(128);
-    m.extend_from_slice(TOKEN_DOMAIN);
-    m.extend_from_slice(&body(claims));
+    mac_state(key, claims, binding)
+        .finalize()
+        .into_bytes()
+        .into()
+}
+
+/// The HMAC state after the whole MAC input of `claims` under `binding`.
+fn mac_state(key: &[u8], claims: &Claims, binding: &Binding<'_>) -> HmacSha256 {
+    let mut m = hmac_keyed(key);
+    m.update(TOKEN_DOMAIN);
+    m.update(&body(claims));
     match binding.tenant {
-        None => m.push(0),
+        None => m.update(&[0]),
         Some(t) => {
-            m.push(1);
+            m.update(&[1]);
             put_str(&mut m, t);
         }
     }
     put_str(&mut m, binding.query_digest);
-    hmac_sha256(key, &m)
+    m
 }
 
 /// Issues a token: `slpt1_` + base64url (no padding) of body || MAC.
@@ -178,7 +193,7 @@ pub fn issue(key: &[u8], claims: &Claims, binding: &Binding<'_>) -> String {
     let mut bytes = Vec::with_capacity(TOKEN_BYTES);
     bytes.extend_from_slice(&body(claims));
     bytes.extend_from_slice(&mac(key, claims, binding));
-    format!("{TOKEN_PREFIX}{}", base64url(&bytes))
+    format!("{TOKEN_PREFIX}{}", B64.encode(&bytes))
 }
 
 /// Decodes a token's claims and MAC without checking the MAC (to learn which run's binding
@@ -197,7 +212,7 @@ pub fn decode(text: &str) -> Result<(Claims, Hash), TokenError> {
         .ok_or(TokenError::Malformed {
             problem: "it does not start with slpt1_",
         })?;
-    let bytes = unbase64url(b64).ok_or(TokenError::Malformed {
+    let bytes = B64.decode(b64).map_err(|_| TokenError::Malformed {
         problem: "not base64url",
     })?;
     if bytes.len() != TOKEN_BYTES {
@@ -230,15 +245,13 @@ pub fn decode(text: &str) -> Result<(Claims, Hash), TokenError> {
     ))
 }
 
-/// Whether `mac` is the MAC of `claims` under `binding`; compares in constant time.
+/// Whether `mac` is the MAC of `claims` under `binding`; compares in constant time
+/// (`hmac`'s `verify_slice`).
 #[must_use]
 pub fn mac_matches(key: &[u8], claims: &Claims, binding: &Binding<'_>, mac_given: &Hash) -> bool {
-    let expected = mac(key, claims, binding);
-    expected
-        .iter()
-        .zip(mac_given)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+    mac_state(key, claims, binding)
+        .verify_slice(mac_given)
+        .is_ok()
 }
 
 /// Checks a token presented for `run` (whose binding and current stamp are given) at
@@ -286,54 +299,9 @@ pub fn how_runs_differ(issued: &Binding<'_>, presented: &Binding<'_>) -> &'stati
     }
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// base64url (RFC 4648 §5) without padding.
-fn base64url(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]));
-        }
-    }
-    out
-}
-
-fn unbase64url(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let bytes = text.as_bytes();
-    if bytes.len() % 4 == 1 {
-        return None;
-    }
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            let v = B64.iter().position(|b| b == c)?;
-            n |= (v as u32) << (18 - 6 * i);
-        }
-        let produced = chunk.len() - 1;
-        for i in 0..produced {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-        // Canonical form only: the bits past the last byte must be zero.
-        let used_bits = 8 * produced;
-        let unused = 6 * chunk.len() - used_bits;
-        if unused > 0 && (n >> (24 - 6 * chunk.len())) & ((1 << unused) - 1) != 0 {
-            return None;
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
 
     fn binding() -> Binding<'static> {
@@ -370,16 +338,37 @@ mod tests {
     }
 
     #[test]
-    fn base64url_round_trips_every_length() {
-        for n in 0..70u8 {
-            let bytes: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
-            assert_eq!(unbase64url(&base64url(&bytes)), Some(bytes));
+    fn token_text_is_strict_base64url() {
+        assert_eq!(
+            B64.encode(b"\xfb\xff"),
+            "-_8",
+            "the URL-safe alphabet, no padding"
+        );
+        let key = [1u8; 32];
+        let t = issue(&key, &claims(), &binding());
+        assert!(decode(&t).is_ok());
+        // 29 + 32 = 61 bytes: 81 characters whose last one carries 2 unused bits, which a
+        // canonical text leaves zero; setting one gives a second text for the same bytes.
+        let last = t.chars().last().unwrap();
+        let pos = B64_ALPHABET.find(last).unwrap();
+        assert_eq!(pos & 0b11, 0, "canonical text");
+        let mut other = t[..t.len() - 1].to_owned();
+        other.push(char::from(B64_ALPHABET.as_bytes()[pos | 1]));
+        assert_eq!(
+            decode(&other),
+            Err(TokenError::Malformed {
+                problem: "not base64url"
+            }),
+            "non-canonical trailing bits"
+        );
+        // Padding, a length no byte count has, and the standard alphabet's `+` are refused.
+        let plus = format!("{TOKEN_PREFIX}+{}", &t[TOKEN_PREFIX.len() + 1..]);
+        for bad in [format!("{t}="), format!("{t}A"), plus] {
+            assert!(decode(&bad).is_err(), "{bad}");
         }
-        assert_eq!(base64url(b"\xfb\xff"), "-_8");
-        assert_eq!(unbase64url("-_9"), None, "non-canonical trailing bits");
-        assert_eq!(unbase64url("A"), None);
-        assert_eq!(unbase64url("A=="), None);
     }
+
+    const B64_ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
     #[test]
     fn a_token_checks_only_under_its_binding() {

@@ -1,7 +1,9 @@
-//! Page tokens: `token::decode` and `token::check` on arbitrary text never panic; a token
-//! issued for arbitrary claims decodes to those claims and checks as SPEC §7 says (valid
-//! before its expiry and at its stamp, `Expired` from its expiry on, `Stale` at another
-//! stamp, `Forged` under another key or binding).
+//! Page tokens: `token::decode` and `token::check` on arbitrary text never panic; a text that
+//! decodes is the one canonical text of its bytes (re-encoded here independently, so a token
+//! has one spelling: no padding, no stray trailing bits, no other alphabet); a token issued
+//! for arbitrary claims decodes to those claims and checks as SPEC §7 says (valid before its
+//! expiry and at its stamp, `Expired` from its expiry on, `Stale` at another stamp, `Forged`
+//! under another key or binding).
 
 #![no_main]
 
@@ -24,14 +26,32 @@ struct Input<'a> {
     query_digest: &'a str,
 }
 
+/// The token text of `claims` and `mac` per docs/FORMAT.md §9, written without scanledger.
+fn canonical_text(claims: &Claims, mac: &[u8; 32]) -> String {
+    use base64::Engine as _;
+    let mut bytes = vec![token::TOKEN_VERSION];
+    bytes.extend_from_slice(&claims.run.0.to_le_bytes());
+    bytes.extend_from_slice(&claims.position.to_le_bytes());
+    bytes.extend_from_slice(&claims.stamp.to_le_bytes());
+    bytes.extend_from_slice(&claims.expires_at_ms.to_le_bytes());
+    bytes.extend_from_slice(mac);
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    format!("{}{b64}", token::TOKEN_PREFIX)
+}
+
 fuzz_target!(|i: Input<'_>| {
     let binding = Binding {
         tenant: i.tenant,
         query_digest: i.query_digest,
     };
-    if let Ok((claims, _mac)) = token::decode(i.text) {
+    if let Ok((claims, mac)) = token::decode(i.text) {
         let reissued = token::issue(&i.key, &claims, &binding);
         assert_eq!(token::decode(&reissued).map(|(c, _)| c), Ok(claims));
+        assert_eq!(
+            canonical_text(&claims, &mac),
+            i.text,
+            "a second spelling was accepted"
+        );
     }
     let _ = token::check(
         &i.key,

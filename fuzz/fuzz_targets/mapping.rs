@@ -11,9 +11,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use scanledger::ITEMS_PER_PAGE_MAX;
 use scanledger::mapping::PageError::Json as MapJson;
 use scanledger::mapping::{chain_text, Mapping, Position};
+use scanledger::ITEMS_PER_PAGE_MAX;
 use scanledger::{PageRequest, Request};
 use serde_json::json;
 
@@ -44,7 +44,11 @@ fuzz_target!(|data: &[u8]| {
     let ms = mappings();
     let m = &ms[usize::from(pick) % ms.len()];
     let cursor = String::from_utf8_lossy(&body[..body.len().min(64)]).into_owned();
-    for request in [Request::First, Request::Cursor(cursor), Request::After("7".into())] {
+    for request in [
+        Request::First,
+        Request::Cursor(cursor),
+        Request::After("7".into()),
+    ] {
         let req = PageRequest {
             request,
             page_size: 10,
@@ -73,7 +77,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(page, &full, "the reduced parse maps differently");
             assert!(page.items.len() <= ITEMS_PER_PAGE_MAX as usize + 1);
             assert_eq!(page.size_bytes, body.len() as u64);
-            assert!(page.next.as_deref() != Some(""), "an empty cursor is never a next");
+            assert!(
+                page.next.as_deref() != Some(""),
+                "an empty cursor is never a next"
+            );
         }
         (Err(e), Ok(Err(full))) => assert_eq!(e, &full),
         (Err(MapJson(e)), Err(message)) => assert_eq!(e.message, message),

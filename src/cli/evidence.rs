@@ -42,18 +42,7 @@ fn usage(msg: impl Into<String>) -> Error {
 
 /// `verify RECEIPT_FILE`.
 pub(crate) fn verify(store_path: &Path, file: &Path, json: bool) -> Result<i32, Error> {
-    let io = |e| Error::Io {
-        path: file.to_owned(),
-        source: e,
-    };
-    let len = std::fs::metadata(file).map_err(io)?.len();
-    if len > RECEIPT_BYTES_MAX {
-        return Err(usage(format!(
-            "{}: {len} bytes is more than any receipt ({RECEIPT_BYTES_MAX} bytes at most)",
-            file.display()
-        )));
-    }
-    let text = std::fs::read_to_string(file).map_err(io)?;
+    let text = scanledger::read_bounded(file, RECEIPT_BYTES_MAX)?;
     let receipt = Receipt::from_json(&text).map_err(|e| {
         usage(format!(
             "{}: {e} (a receipt is what `--json receipt RUN` prints)",

@@ -207,11 +207,13 @@ impl PageSource for SimSource {
                 .parse::<u64>()
                 .ok()
                 .and_then(|k| k.checked_sub(self.cfg.start))
-                .map_or(0, |p| p + 1),
+                // A key at the top of the u64 space (from another source, on a resume with
+                // --source) has nothing after it: past the end, never a wrap to 0.
+                .map_or(0, |p| p.saturating_add(1)),
             Request::After(_) => return Err(FetchError::ServerError),
         };
         let size = u64::from(req.page_size.max(1));
-        let page_idx = u32::try_from(offset / size + 1).unwrap_or(u32::MAX);
+        let page_idx = u32::try_from((offset / size).saturating_add(1)).unwrap_or(u32::MAX);
         if self.cfg.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.cfg.delay_ms)).await;
         }
@@ -262,5 +264,50 @@ impl PageSource for SimSource {
 
     async fn count(&mut self) -> Option<u64> {
         self.cfg.count.then_some(self.cfg.records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+
+    fn fetch(source: &mut SimSource, request: Request, page_size: u32) -> Result<Page, FetchError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(source.fetch(&PageRequest {
+            request,
+            page_size,
+            snapshot: None,
+            query: serde_json::Value::Null,
+        }))
+    }
+
+    #[test]
+    fn requests_at_the_top_of_the_id_space_do_not_wrap() {
+        // A resume may hand the sim a key or a cursor another source produced: `p + 1` and
+        // `offset / size + 1` once overflowed there (a panic, or a wrap to the first page).
+        let mut s = SimSource::new(SimConfig {
+            records: 10,
+            start: 0,
+            ..SimConfig::default()
+        });
+        let page = fetch(&mut s, Request::After(u64::MAX.to_string()), 5).unwrap();
+        assert!(page.items.is_empty());
+        assert_eq!(page.complete, Some(true));
+        let page = fetch(
+            &mut s,
+            Request::Cursor(format!("sim-offset-{}", u64::MAX)),
+            1,
+        )
+        .unwrap();
+        assert!(page.items.is_empty());
+        let page = fetch(&mut s, Request::After("4".to_owned()), 5).unwrap();
+        assert_eq!(
+            page.items.first().map(|i| i.id.clone()),
+            Some(RawId::Int(5))
+        );
     }
 }

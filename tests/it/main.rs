@@ -5,6 +5,7 @@ mod crash;
 mod evidence;
 #[cfg(feature = "http")]
 mod http;
+mod inputs;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
