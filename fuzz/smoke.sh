@@ -47,7 +47,7 @@ failed=()
 for t in "${targets[@]}"; do
   echo "smoke: $t for ${secs}s"
   # -rss_limit_mb: the targets are bounded; a run that needs more memory is a finding.
-  if "${fuzz[@]}" run "$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
+  if "${fuzz[@]}" run "$t" -- -max_total_time="$secs" -rss_limit_mb=512 \
       >"$logs/$t.log" 2>&1; then
     grep -E '^Done [0-9]+ runs' "$logs/$t.log" | sed "s/^/smoke: $t: /" || true
   else

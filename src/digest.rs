@@ -30,13 +30,7 @@ pub fn sha256(bytes: &[u8]) -> Hash {
 /// Lower-case hex of bytes.
 #[must_use]
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    ::hex::encode(bytes)
 }
 
 /// `sha256:` + hex, the printed form of every digest.
@@ -49,14 +43,8 @@ pub fn display(h: &Hash) -> String {
 #[must_use]
 pub fn parse_display(s: &str) -> Option<Hash> {
     let hexpart = s.strip_prefix("sha256:")?;
-    if hexpart.len() != 64 {
-        return None;
-    }
     let mut out = [0u8; 32];
-    for (i, chunk) in hexpart.as_bytes().chunks(2).enumerate() {
-        let pair = std::str::from_utf8(chunk).ok()?;
-        out[i] = u8::from_str_radix(pair, 16).ok()?;
-    }
+    ::hex::decode_to_slice(hexpart, &mut out).ok()?;
     Some(out)
 }
 
