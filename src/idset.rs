@@ -207,6 +207,11 @@ impl IdSet {
                 if touched.last() != Some(&p) {
                     touched.push(p);
                 }
+                // A full partition is one run: 8 KiB as a bitmap, a few bytes as a run. Dense
+                // collections fill their partitions one after another, so memory stays flat.
+                if bitmap.len() == PARTITION_WIDTH {
+                    bitmap.optimize();
+                }
             } else if bitmap.is_empty() {
                 self.parts.remove(&p);
             }

@@ -112,7 +112,10 @@ pub struct Reconciler {
     labels: Vec<IdSet>,
     /// Content accumulators by leaf (partition, or bucket for the `string` codec).
     content: BTreeMap<u64, crate::content::ContentAcc>,
-    seen_cursors: HashSet<Hash>,
+    /// The first 16 bytes of the hash of every cursor of the traversal (R3): two distinct
+    /// cursors share them with probability about n^2 / 2^129 (1e-27 for a million pages), and
+    /// they take half the memory of whole hashes.
+    seen_cursors: HashSet<u128>,
     progress: Progress,
     scratch_ids: Vec<u64>,
     scratch_dups: Vec<u64>,
@@ -205,7 +208,11 @@ impl Reconciler {
         r.ids = ids;
         r.labels = labels;
         let none = digest::cursor_hash(None);
-        r.seen_cursors = cursor_hashes.into_iter().filter(|h| *h != none).collect();
+        r.seen_cursors = cursor_hashes
+            .into_iter()
+            .filter(|h| *h != none)
+            .map(|h| cursor_key(&h))
+            .collect();
         r.progress = progress;
         r
     }
@@ -515,6 +522,13 @@ impl Reconciler {
             assert!(p.high_water_used, "only a high-water continuation splices");
         }
     }
+}
+
+/// The key of a cursor hash in the loop-detection set.
+fn cursor_key(h: &Hash) -> u128 {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&h[..16]);
+    u128::from_le_bytes(b)
 }
 
 /// The contract's query and the echoed one are the same JSON value; an absent contract query

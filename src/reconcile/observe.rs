@@ -319,7 +319,10 @@ impl Reconciler {
     /// R3: a cursor returned before in this traversal.
     fn check_cursor(&mut self, page: &Page, page_idx: u32) -> Option<Step> {
         let next = page.next.as_deref()?;
-        if self.seen_cursors.insert(digest::cursor_hash(Some(next))) {
+        if self
+            .seen_cursors
+            .insert(super::cursor_key(&digest::cursor_hash(Some(next))))
+        {
             return None;
         }
         let detail = format!(
