@@ -185,10 +185,56 @@ impl FromIterator<u64> for IdSet {
 }
 
 impl IdSet {
-    /// Inserts IDs in order, pushing onto `dups` every one already present (including
-    /// repeats within `ids`) and onto `touched` every partition that changed. Looks a
-    /// partition up once per run of IDs that share it, which makes dense pages cheap.
+    /// Inserts IDs, pushing onto `dups` every one already present (including repeats within
+    /// `ids`), in the order of `ids`, and onto `touched` every partition that changed.
+    ///
+    /// A page in ascending order (keyset and dense sources) goes straight in, one partition
+    /// lookup per run of IDs that share it. A page in any other order is grouped by partition
+    /// first (a sorted copy), so every partition is found and updated once per page, in order,
+    /// whatever the collection's size: random orders would otherwise touch a partition per ID
+    /// and pay a cache miss for each.
     pub fn insert_many(&mut self, ids: &[u64], dups: &mut Vec<u64>, touched: &mut Vec<u64>) {
+        if ids.windows(2).all(|w| w[0] <= w[1]) {
+            self.insert_sorted(ids, dups, touched);
+            return;
+        }
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        let mut found = Vec::new();
+        self.insert_sorted(&sorted, &mut found, touched);
+        if found.is_empty() {
+            return;
+        }
+        // Some were repeats: report them in the page's own order. An ID is a repeat at its
+        // k-th occurrence in the page when it was present before (k >= 1) or k >= 2.
+        let mut before: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        for id in &found {
+            *before.entry(*id).or_default() += 1;
+        }
+        // `found` holds each repeated value (occurrences - 1) times, plus once more when it was
+        // present before the page: count the page's own occurrences to tell which.
+        let mut in_page: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        for id in ids {
+            if before.contains_key(id) {
+                *in_page.entry(*id).or_default() += 1;
+            }
+        }
+        let mut seen: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        for id in ids {
+            let Some(&total_found) = before.get(id) else {
+                continue;
+            };
+            let occurrences = in_page.get(id).copied().unwrap_or(0);
+            let was_present = total_found >= occurrences;
+            let k = seen.entry(*id).or_default();
+            *k += 1;
+            if was_present || *k >= 2 {
+                dups.push(*id);
+            }
+        }
+    }
+
+    fn insert_sorted(&mut self, ids: &[u64], dups: &mut Vec<u64>, touched: &mut Vec<u64>) {
         let mut i = 0;
         while i < ids.len() {
             let p = partition_of(ids[i]);

@@ -26,6 +26,7 @@ pub(crate) const LIVENESS_RUNS_MAX: u64 = 1 << 40;
 pub(crate) struct FileHandle {
     inner: Arc<RwLock<Option<FileBackend>>>,
     syncs: Arc<AtomicU64>,
+    written: Arc<AtomicU64>,
 }
 
 impl FileHandle {
@@ -33,6 +34,7 @@ impl FileHandle {
         Ok(FileHandle {
             inner: Arc::new(RwLock::new(Some(FileBackend::new(file)?))),
             syncs: Arc::new(AtomicU64::new(0)),
+            written: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -53,6 +55,11 @@ impl FileHandle {
     /// Syncs issued so far through this handle.
     pub(crate) fn syncs(&self) -> u64 {
         self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Bytes written so far through this handle.
+    pub(crate) fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
     }
 
     fn with<T>(&self, f: impl FnOnce(&FileBackend) -> std::io::Result<T>) -> std::io::Result<T> {
@@ -161,6 +168,9 @@ impl StorageBackend for SharedBackend {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0
+            .written
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
         self.0.with(|b| b.write(offset, data))
     }
 

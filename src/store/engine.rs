@@ -157,6 +157,11 @@ impl Engine {
         self.file.as_ref().map_or(0, FileHandle::syncs)
     }
 
+    /// Bytes written through this handle (for the benchmarks).
+    pub(crate) fn bytes_written(&self) -> u64 {
+        self.file.as_ref().map_or(0, FileHandle::written)
+    }
+
     /// Opens (creating if empty) a store on a custom redb backend: the power-loss tests'
     /// simulated disk. Exclusive-writer mode unless the backend implements locks.
     #[cfg(test)]

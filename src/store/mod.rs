@@ -370,6 +370,12 @@ impl Store {
         self.engine.syncs()
     }
 
+    /// Bytes written to the file through this handle so far (what a scan costs the disk).
+    #[must_use]
+    pub fn bytes_written(&self) -> u64 {
+        self.engine.bytes_written()
+    }
+
     /// Records `spec` (the `--source` argument) in every run this store begins from now on, so
     /// that `resume` can default to it. Never pass a secret: it is stored in clear.
     pub fn record_source(&mut self, spec: &str) {

@@ -754,6 +754,20 @@ proptest! {
         prop_assert_eq!(set.iter().collect::<Vec<_>>(), model_a.iter().copied().collect::<Vec<_>>());
         prop_assert_eq!(&set, &set_of(&a));
 
+        // A second page in any order over a non-empty set: the repeats (of the set and of the
+        // page itself) in the page's order, as one insert at a time reports them.
+        {
+            let mut reference = set.clone();
+            let mut many = set.clone();
+            let second: Vec<u64> = shuffled(a.iter().rev().step_by(3).copied().chain(a.iter().copied().step_by(7).map(|x| x ^ 1)).collect(), a.len() as u64);
+            let model_dups: Vec<u64> = second.iter().copied().filter(|id| !reference.insert(*id)).collect();
+            let (mut dups, mut touched) = (Vec::new(), Vec::new());
+            many.insert_many(&second, &mut dups, &mut touched);
+            many.check_invariants();
+            prop_assert_eq!(&many, &reference);
+            prop_assert_eq!(dups, model_dups);
+        }
+
         // insert_many reports exactly the repeats, in order, and agrees with insert.
         let mut many = IdSet::new();
         let (mut dups, mut touched) = (Vec::new(), Vec::new());
