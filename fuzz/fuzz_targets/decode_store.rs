@@ -224,9 +224,15 @@ fn install_hook() {
     static HOOK: OnceLock<()> = OnceLock::new();
     HOOK.get_or_init(|| {
         let fuzzer_hook = std::panic::take_hook();
+        // DECODE_STORE_ENGINE_PANICS=1 makes the storage engine's own panics findings too, to
+        // collect reproducers for redb (contrib/redb-panics/).
+        let engine_panics = std::env::var_os("DECODE_STORE_ENGINE_PANICS").is_some();
         std::panic::set_hook(Box::new(move |info| {
-            if !scanledger::inside_engine_call() {
+            if engine_panics || !scanledger::inside_engine_call() {
                 fuzzer_hook(info);
+                if engine_panics {
+                    std::process::abort();
+                }
             }
         }));
     });
