@@ -26,10 +26,12 @@ pub enum ContractError {
     #[error("a contract must be a JSON object")]
     NotAnObject,
     /// A key the contract format does not have.
-    #[error("unknown key {key:?}")]
+    #[error("unknown key {key:?}{}", did_you_mean.as_ref().map(|k| format!("; did you mean {k:?}?")).unwrap_or_default())]
     UnknownKey {
         /// The key, dotted for nested ones.
         key: String,
+        /// The known key closest in spelling, when one is close (dotted for nested ones).
+        did_you_mean: Option<String>,
     },
     /// A required key is absent.
     #[error("missing required key {key:?}")]
@@ -66,7 +68,7 @@ pub enum SourceError {
         spec: String,
     },
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -75,12 +77,14 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// A line of a replay file is malformed.
-    #[error("{path}:{line}: {problem}")]
+    #[error("{}: {problem}", position(path, *line, *column))]
     Replay {
         /// The file.
         path: PathBuf,
-        /// 1-based line.
+        /// 1-based line (0 for the file as a whole).
         line: usize,
+        /// 1-based column, when the problem has one (malformed JSON).
+        column: Option<usize>,
         /// What is wrong, naming the field.
         problem: String,
     },
@@ -118,6 +122,15 @@ pub enum SourceError {
     },
 }
 
+/// `FILE`, `FILE:LINE` or `FILE:LINE:COLUMN`, as compilers name a place in a file.
+fn position(path: &std::path::Path, line: usize, column: Option<usize>) -> String {
+    match (line, column) {
+        (0, _) => path.display().to_string(),
+        (l, None) => format!("{}:{l}", path.display()),
+        (l, Some(c)) => format!("{}:{l}:{c}", path.display()),
+    }
+}
+
 /// Every error of the crate.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -146,11 +159,8 @@ pub enum Error {
     /// Two runs that cannot be diffed.
     #[error(transparent)]
     Diff(#[from] crate::evidence::DiffError),
-    /// A command line or input file that cannot be used.
-    #[error("{0}")]
-    Usage(String),
-    /// A file that could not be read or written.
-    #[error("{path}: {source}")]
+    /// A file that could not be read or written (the cause says how).
+    #[error("{path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -165,7 +175,7 @@ impl Error {
     #[must_use]
     pub fn is_input_error(&self) -> bool {
         match self {
-            Error::Contract { .. } | Error::Source(_) | Error::Usage(_) | Error::Io { .. } => true,
+            Error::Contract { .. } | Error::Source(_) | Error::Io { .. } => true,
             Error::Diff(e) => !matches!(
                 e,
                 crate::evidence::DiffError::Read(crate::store::ReadError::Io { .. })

@@ -76,6 +76,7 @@ impl ReplaySource {
             return Err(SourceError::Replay {
                 path: path.to_owned(),
                 line: 0,
+                column: None,
                 problem: format!(
                     "file is {} bytes, more than the bound of {REPLAY_FILE_BYTES_MAX}",
                     meta.len()
@@ -98,17 +99,19 @@ impl ReplaySource {
                 return Err(err(
                     path,
                     line_no,
+                    None,
                     format!("more than {REPLAY_LINES_MAX} lines"),
                 ));
             }
             if raw.trim().is_empty() {
                 continue;
             }
-            let (key, line) = parse_line(raw).map_err(|p| err(path, line_no, p))?;
+            let (key, line) =
+                parse_line(raw).map_err(|(column, p)| err(path, line_no, column, p))?;
             lines.entry(key).or_default().0.push(line);
         }
         if lines.is_empty() {
-            return Err(err(path, 0, "the file has no lines".to_owned()));
+            return Err(err(path, 0, None, "the file has no lines".to_owned()));
         }
         Ok(ReplaySource {
             path: path.to_owned(),
@@ -117,21 +120,31 @@ impl ReplaySource {
     }
 }
 
-fn err(path: &Path, line: usize, problem: String) -> SourceError {
+fn err(path: &Path, line: usize, column: Option<usize>, problem: String) -> SourceError {
     SourceError::Replay {
         path: path.to_owned(),
         line,
+        column,
         problem,
     }
 }
 
-fn parse_line(raw: &str) -> Result<(Key, Line), String> {
-    let v: Value = serde_json::from_str(raw)
-        .map_err(|e| format!("malformed JSON at column {}: {e}", e.column()))?;
+/// One line: its JSON is read strictly (a duplicate key is refused), and a malformed one is
+/// reported at its column, the line being the file's.
+fn parse_line(raw: &str) -> Result<(Key, Line), (Option<usize>, String)> {
+    let v = crate::json::parse(raw, crate::json::Numbers::Any)
+        .map_err(|e| (Some(e.column), format!("malformed JSON: {}", e.message)))?;
+    line_of(raw, &v).map_err(|p| (None, p))
+}
+
+fn line_of(raw: &str, v: &Value) -> Result<(Key, Line), String> {
     let obj = v.as_object().ok_or("a line must be a JSON object")?;
     for k in obj.keys() {
         if !LINE_KEYS.contains(&k.as_str()) {
-            return Err(format!("unknown key {k:?}"));
+            let hint = crate::contract::closest(k, LINE_KEYS)
+                .map(|c| format!("; did you mean {c:?}?"))
+                .unwrap_or_default();
+            return Err(format!("unknown key {k:?}{hint}"));
         }
     }
     let key = match (obj.get("cursor"), obj.get("after")) {
