@@ -335,8 +335,23 @@ impl From<OpenError> for CliError {
             OpenError::Damaged { .. } => ("store_damaged", None, EXIT_USAGE),
             _ => ("store_io", None, EXIT_INTERNAL),
         };
+        let file = match &e {
+            OpenError::NotFound { path }
+            | OpenError::NoDirectory { path, .. }
+            | OpenError::IsDirectory { path }
+            | OpenError::PermissionDenied { path, .. }
+            | OpenError::Empty { path }
+            | OpenError::NotAStore { path, .. }
+            | OpenError::NewerFormat { path, .. }
+            | OpenError::OlderFormat { path, .. }
+            | OpenError::Busy { path }
+            | OpenError::Damaged { path, .. }
+            | OpenError::Io { path, .. } => Some(path.clone()),
+            _ => None,
+        };
         CliError {
             kind,
+            file,
             hint: hint.map(str::to_owned),
             exit_code,
             ..CliError::usage(said_once(&e))
@@ -357,8 +372,16 @@ impl From<ReadError> for CliError {
             }
             _ => ("store_io", None, EXIT_INTERNAL),
         };
+        let file = match &e {
+            ReadError::UnknownRun { path, .. }
+            | ReadError::Damaged { path, .. }
+            | ReadError::Closed { path }
+            | ReadError::Io { path, .. } => Some(path.clone()),
+            _ => None,
+        };
         CliError {
             kind,
+            file,
             hint: hint.map(str::to_owned),
             exit_code,
             ..CliError::usage(said_once(&e))

@@ -358,7 +358,7 @@ pub(crate) fn missing(
         _ => {
             return Err(CliError::usage("missing needs a reference: a run or an ID range")
                 .with_hint(format!(
-                    "give --against RUN (e.g. `scanledger missing {run} --against run-1`) or --range LO..HI"
+                    "give --against OTHER_RUN, or --range LO..HI for an interval of IDs (e.g. `scanledger missing {run} --range 1..1000`)"
                 )))
         }
     };

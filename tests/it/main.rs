@@ -1,5 +1,6 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
+mod cli_errors;
 mod crash;
 mod evidence;
 mod props;

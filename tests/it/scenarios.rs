@@ -73,13 +73,9 @@ fn subdirs(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every scenario folder: ours, then the shared examples.
+/// Every scenario folder, all inside the repository.
 fn folders() -> Vec<PathBuf> {
-    let mut out = subdirs(&scenario_root());
-    if let Some(shared) = util::shared_examples() {
-        out.extend(subdirs(&shared));
-    }
-    out
+    subdirs(&scenario_root())
 }
 
 fn read_json(path: &Path) -> Result<Value, String> {
@@ -553,7 +549,11 @@ fn malformed_contract_json_names_file_line_and_column() -> TestResult {
     let (code, out, err, _tmp) = scan_texts(contract, GOOD_PAGES);
     assert_eq!(code, 2, "{out}{err}");
     let (file, line, column, _) = json_error(&err);
-    assert_eq!((file.as_str(), line, column), ("contract.json", Some(3), Some(19)), "{err}");
+    assert_eq!(
+        (file.as_str(), line, column),
+        ("contract.json", Some(3), Some(19)),
+        "{err}"
+    );
     assert!(out.is_empty(), "no receipt for bad input: {out}");
     Ok(())
 }
@@ -629,7 +629,11 @@ fn malformed_replay_line_names_file_and_line() -> TestResult {
     let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, pages);
     assert_eq!(code, 2, "{out}{err}");
     let (file, line, column, message) = json_error(&err);
-    assert_eq!((file.as_str(), line, column), ("pages.jsonl", Some(2), Some(47)), "{err}");
+    assert_eq!(
+        (file.as_str(), line, column),
+        ("pages.jsonl", Some(2), Some(47)),
+        "{err}"
+    );
     // The position is said once, by the fields: not again inside the message.
     assert!(!message.contains("line"), "{message}");
     assert!(!err.contains("SECRET-CURSOR"), "a cursor leaked: {err}");
@@ -679,7 +683,11 @@ fn replay_lines_with_bad_fields_are_input_errors() -> TestResult {
         let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, line);
         assert_eq!(code, 2, "{line}: {out}{err}");
         let (file, line_no, _, message) = json_error(&err);
-        assert_eq!((file.as_str(), line_no), ("pages.jsonl", Some(1)), "{line}: {err}");
+        assert_eq!(
+            (file.as_str(), line_no),
+            ("pages.jsonl", Some(1)),
+            "{line}: {err}"
+        );
         assert!(message.contains(needle), "{line}: {err}");
     }
     Ok(())

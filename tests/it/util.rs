@@ -28,9 +28,3 @@ pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(&p, text).expect("write fixture");
     p.to_string_lossy().into_owned()
 }
-
-/// The shared examples folder (../shared/examples), if present.
-pub(crate) fn shared_examples() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples");
-    p.is_dir().then_some(p)
-}
