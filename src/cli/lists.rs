@@ -236,7 +236,7 @@ pub(crate) fn diff(out: &Out, old: RunArg, new: RunArg, opts: &ListOpts) -> Resu
     for h in [&rd.old, &rd.new] {
         if h.coverage_status != Status::Verified {
             text.push_str(&format!(
-                "\n  note: {} is {}: it is not a complete inventory",
+                "\n  note: {} did not verify (status {}): it is not a complete inventory",
                 h.run_id,
                 h.coverage_status.as_str()
             ));
@@ -380,6 +380,11 @@ pub(crate) fn missing(
         out.json_value(&v)?;
         return Ok(0);
     }
+    let reference = if range.is_some() {
+        format!("the range {}", scanledger::terminal_safe(&reference))
+    } else {
+        reference
+    };
     let mut text = if list.ranges.is_empty() {
         format!("{} lacks nothing that {reference} has", header.run_id)
     } else {
@@ -394,7 +399,7 @@ pub(crate) fn missing(
     };
     if header.coverage_status != Status::Verified {
         text.push_str(&format!(
-            "\n  note: {} is {}: what it lacks may be what it did not reach",
+            "\n  note: {} did not verify (status {}): what it lacks may be what it did not reach",
             header.run_id,
             header.coverage_status.as_str()
         ));

@@ -234,10 +234,11 @@ impl<'s> Watched<'s> {
 /// A bar over the expected IDs when the contract gives `expected_count`, else a spinner; both
 /// with pages, IDs and rate.
 fn progress_bar(run: RunId, expected: Option<u64>) -> ProgressBar {
+    // Short enough for an 80-column terminal: a wrapped bar redraws badly.
     let template = if expected.is_some() {
-        "{spinner} {prefix} [{bar:30}] {percent:>3}%  {human_pos}/{human_len} IDs  {msg}  {per_sec}  ETA {eta}"
+        "{spinner} {prefix} [{bar:16}] {percent:>3}% {human_pos}/{human_len} IDs, {msg}, ETA {eta}"
     } else {
-        "{spinner} {prefix} {human_pos} IDs  {msg}  {per_sec}  {elapsed}"
+        "{spinner} {prefix} {human_pos} IDs, {msg}, {elapsed}"
     };
     let style = ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -246,9 +247,9 @@ fn progress_bar(run: RunId, expected: Option<u64>) -> ProgressBar {
         Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
         None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
     };
-    bar.set_style(style);
     bar.set_prefix(run.to_string());
     bar.set_message("0 pages");
+    bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
 }
@@ -260,7 +261,17 @@ impl Watched<'_> {
             Show::Nothing => {}
             Show::Bar(Bar(bar)) => {
                 bar.set_position(rec.ids().len());
-                bar.set_message(super::output::count(p.pages_observed, "page", "pages"));
+                // `per_sec` is IDs per second over indicatif's recent window.
+                let rate = bar.per_sec();
+                let rate = if rate.is_finite() && rate >= 0.0 {
+                    format!("{rate:.0} IDs/s")
+                } else {
+                    String::from("- IDs/s")
+                };
+                bar.set_message(format!(
+                    "{}, {rate}",
+                    super::output::count(p.pages_observed, "page", "pages")
+                ));
             }
             Show::Lines(last) => {
                 if last.elapsed() >= Duration::from_secs(2) {
