@@ -182,11 +182,11 @@ impl Error {
             ),
             Error::Open(e) => !matches!(e, crate::store::OpenError::Io { .. }),
             Error::Read(e) => !matches!(e, crate::store::ReadError::Io { .. }),
-            Error::Write(e) => matches!(
+            // A damaged file is bad input (the file given), like a damaged read; a failing disk
+            // or a failed commit is an internal failure.
+            Error::Write(e) => !matches!(
                 e,
-                crate::store::WriteError::NotResumable { .. }
-                    | crate::store::WriteError::UnknownRun { .. }
-                    | crate::store::WriteError::ReadOnly { .. }
+                crate::store::WriteError::Io { .. } | crate::store::WriteError::Poisoned { .. }
             ),
         }
     }

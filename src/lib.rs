@@ -81,6 +81,8 @@ pub use report::{
     gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
     ReportInput,
 };
+#[cfg(feature = "postgres")]
+pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
 };

@@ -171,19 +171,22 @@ pub(crate) fn read_contract(path: &Path) -> Result<Contract, CliError> {
     Contract::from_json(&text).map_err(|e| contract_error(path, &e, Some(&text)))
 }
 
-/// The `--source` argument as a run records it: a replay file's path made absolute, so a
-/// resume from another directory finds the same file.
+/// The `--source` argument as a run records it: a replay or config file's path made
+/// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    match spec.strip_prefix("replay:") {
-        Some(path) => std::fs::canonicalize(path)
-            .map_or_else(|_| spec.to_owned(), |p| format!("replay:{}", p.display())),
-        None => spec.to_owned(),
+    for kind in ["replay:", "postgres:", "mysql:", "http:", "mcp:"] {
+        if let Some(path) = spec.strip_prefix(kind) {
+            return std::fs::canonicalize(path)
+                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
+        }
     }
+    spec.to_owned()
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    // IO too: network sources (postgres) need the reactor.
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
 }

@@ -91,13 +91,9 @@ impl Reconciler {
         let echoed = page.snapshot.as_ref()?;
         let p = &mut self.progress;
         match &p.serving_snapshot {
-            // The first page pins the run; a snapshot first echoed on a later page does not,
-            // since the pages before it were not served from it: the run stays live.
-            None if page_idx == 1 => {
-                p.pinned_snapshot = Some(echoed.clone());
-                p.serving_snapshot = Some(echoed.clone());
-                None
-            }
+            // The first page pins the run when it is taken in (`ingest`): a page refused whole
+            // changes nothing but its finding. A snapshot first echoed on a later page does
+            // not pin, since the pages before it were not served from it: the run stays live.
             None => None,
             Some(serving) if serving == echoed => {
                 if p.high_water_unconfirmed && !p.spliced {
@@ -245,6 +241,10 @@ impl Reconciler {
             p.echoed_total = page.total;
         }
         if page_idx == 1 {
+            if p.serving_snapshot.is_none() {
+                p.pinned_snapshot.clone_from(&page.snapshot);
+                p.serving_snapshot.clone_from(&page.snapshot);
+            }
             // The chain starts from the snapshot the run is pinned to, which the first page
             // may have just supplied, so that it recomputes from the receipt alone.
             p.chain = digest::chain_start(&self.query_digest, p.pinned_snapshot.as_deref());

@@ -1314,6 +1314,25 @@ fn the_delta_names_what_one_page_changed() {
     assert_eq!(refused.delta, Delta::default());
 }
 
+/// A first page refused whole (here R16: an ID the codec does not take) pinned the run to the
+/// snapshot it echoed, while the chain still started from no snapshot: `verify` then found
+/// the store inconsistent with itself. A refused page changes nothing but its finding.
+#[test]
+fn a_refused_first_page_pins_nothing() {
+    let c = contract(|c| c.id_codec = IdCodecKind::Prefixed);
+    let r = check(
+        &c,
+        &[snap(page(&[1], Some("a")), "s1")],
+        Status::Failed,
+        &[K::InvalidPage],
+    );
+    assert_eq!(r.progress().pinned_snapshot, None);
+    assert_eq!(
+        r.progress().chain,
+        digest::chain_start(r.query_digest(), None)
+    );
+}
+
 #[test]
 fn the_delta_lists_new_strings_and_labels() {
     let c = contract(|c| c.id_codec = IdCodecKind::String);

@@ -1,5 +1,7 @@
-//! Page sources: where pages come from. `replay:FILE` (a scripted scenario) and `sim:` (a
-//! deterministic generator for demos, benches and simulation tests).
+//! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
+//! deterministic generator for demos, benches and simulation tests) and, with the default
+//! feature `postgres`, `postgres:CONFIG.json` (keyset pages of a table in one exported
+//! snapshot).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -11,9 +13,13 @@ use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod replay;
 mod sim;
 
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSource;
 pub use replay::ReplaySource;
 pub use sim::{SimConfig, SimSource};
 
@@ -82,6 +88,9 @@ pub enum AnySource {
     Replay(ReplaySource),
     /// `sim:KEY=VALUE,...`.
     Sim(SimSource),
+    /// `postgres:CONFIG.json`.
+    #[cfg(feature = "postgres")]
+    Postgres(Box<PostgresSource>),
 }
 
 impl AnySource {
@@ -96,6 +105,12 @@ impl AnySource {
         if let Some(params) = spec.strip_prefix("sim:") {
             return Ok(AnySource::Sim(SimSource::new(SimConfig::parse(params)?)));
         }
+        #[cfg(feature = "postgres")]
+        if let Some(path) = spec.strip_prefix("postgres:") {
+            return Ok(AnySource::Postgres(Box::new(PostgresSource::open(
+                path.as_ref(),
+            )?)));
+        }
         Err(SourceError::UnknownKind {
             spec: spec.chars().take(64).collect(),
         })
@@ -107,6 +122,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.fetch(req).await,
             AnySource::Sim(s) => s.fetch(req).await,
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.fetch(req).await,
         }
     }
 
@@ -114,6 +131,8 @@ impl PageSource for AnySource {
         match self {
             AnySource::Replay(s) => s.count().await,
             AnySource::Sim(s) => s.count().await,
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.count().await,
         }
     }
 }

@@ -3,9 +3,15 @@
 mod cli_errors;
 mod cli_surface;
 mod cli_terminal;
+mod compat;
 mod crash;
 mod evidence;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_resume;
 mod props;
+mod regressions;
 mod report;
 mod resume;
 mod scenarios;

@@ -33,7 +33,7 @@ fn valid_store(dir: &std::path::Path) -> String {
 
 /// Writes one key into a table of a redb file with redb itself, bypassing scanledger: how the
 /// foreign, newer-format and corrupt-value files of these tests are made.
-fn write_one<K: redb::Key + 'static, V: redb::Value + 'static>(
+pub(crate) fn write_one<K: redb::Key + 'static, V: redb::Value + 'static>(
     path: impl AsRef<std::path::Path>,
     create: bool,
     table: &str,

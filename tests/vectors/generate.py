@@ -95,6 +95,63 @@ def expand(spec):
     return sorted(ids)
 
 
+# --- string IDs --------------------------------------------------------------------------
+
+STRING_ID_DOMAIN = b"scanledger:string-id:v1"
+
+
+def string_tree(strings):
+    """The leaves of a string-codec set: bucket = first two digest bytes (big-endian)."""
+    buckets = {}
+    for s in set(strings):
+        d = sha256(STRING_ID_DOMAIN + s.encode("utf-8"))
+        buckets.setdefault((d[0] << 8) | d[1], []).append(d)
+    leaves = []
+    for b in sorted(buckets):
+        ds = sorted(buckets[b])
+        leaves.append((b, len(ds), sha256(b"\x00" + struct.pack("<QQ", b, len(ds)) + b"".join(ds))))
+    return leaves
+
+
+# --- content digests -----------------------------------------------------------------------
+
+CONTENT_DOMAIN = b"scanledger:content:v1"
+
+
+def canonical_decimal(text):
+    from decimal import Decimal
+    d = Decimal(text)
+    if d == 0:
+        return "0"
+    t = format(d.normalize(), "f")
+    return t
+
+
+def content_value(v):
+    kind, x = v
+    if kind == "null":
+        return b"\x00"
+    if kind in ("int", "decimal", "bool"):
+        text = {"int": lambda: str(x), "decimal": lambda: canonical_decimal(x),
+                "bool": lambda: "1" if x else "0"}[kind]().encode()
+        return b"\x01" + struct.pack("<I", len(text)) + text
+    if kind == "text":
+        b = x.encode("utf-8")
+        return b"\x02" + struct.pack("<I", len(b)) + b
+    if kind == "bytes_hex":
+        b = bytes.fromhex(x)
+        return b"\x03" + struct.pack("<I", len(b)) + b
+    if kind == "timestamp_micros":
+        return b"\x04" + struct.pack("<q", x)
+    if kind == "date":
+        return b"\x05" + x.encode("ascii")
+    raise ValueError(kind)
+
+
+def content_hash(values):
+    return sha256(CONTENT_DOMAIN + struct.pack("<I", len(values)) + b"".join(content_value(v) for v in values))
+
+
 # --- page tokens -------------------------------------------------------------------------
 
 TOKEN_DOMAIN = b"scanledger:page-token:v1"
@@ -118,9 +175,11 @@ def main():
         ("example contract", "customer-registry", "acme", {"schema_version": {"ne": 3}}, None),
         ("nested, escapes, unicode and key order", "orders", "t\u00e9nant",
          {"b": [1, "x", {"z": None, "a": True}], "a": "\u00e9\"\\\n\t\u0001\u007f\u2028",
-          "A": 0.5, "\ufb01": 1, "\U0001F600": 2, "": -3},
+          "A": -9223372036854775808, "B": 18446744073709551615, "\ufb01": 1, "\U0001F600": 2,
+          "": -3},
          ["created_at", {"desc": False}, "id"]),
         ("empty object and array", "s", "", {}, []),
+        ("negative and zero integers", "s", None, {"gt": -1, "eq": 0, "in": [-42, 42]}, None),
     ]
     qd_vectors = []
     for name, source, tenant, query, order in scopes:
@@ -207,7 +266,44 @@ def main():
             "token": tok,
         })
 
+    string_sets = [
+        ("empty set", []),
+        ("one string", ["customer-1"]),
+        ("order and repeats do not matter", ["b", "a", "c", "a"]),
+        ("unicode, escapes, a line break", ["\u00e9t\u00e9", "two\nlines", "say \"hi\"", "\U0001F980"]),
+        ("three hundred e-mails", [f"user-{i:04}@example.org" for i in range(300)]),
+    ]
+    string_vectors = []
+    for name, strings in string_sets:
+        leaves = string_tree(strings)
+        string_vectors.append({
+            "name": name,
+            "strings": strings,
+            "unique_ids": len(set(strings)),
+            "leaves": [{"bucket": b, "count": n, "leaf_hash": h.hex()} for b, n, h in leaves],
+            "partitions": len(leaves),
+            "merkle_root": display(mth([h for _, _, h in leaves])),
+        })
+
+    content_sets = [
+        ("nothing", []),
+        ("decimals compare by value", [["decimal", "001.500"], ["decimal", "-0.00"], ["decimal", "1.5E+3"]]),
+        ("a migrated customer", [["text", "a@example.com"], ["int", 3], ["bool", True], ["null", None],
+                                 ["timestamp_micros", 1788081480000000], ["date", "2026-08-30"],
+                                 ["bytes_hex", "00ff10"]]),
+    ]
+    content_vectors = []
+    for name, values in content_sets:
+        content_vectors.append({
+            "name": name,
+            "values": values,
+            "canonical_decimals": [canonical_decimal(x) for k, x in values if k == "decimal"],
+            "record_hash": content_hash([tuple(v) for v in values]).hex(),
+        })
+
     for fname, data in [
+        ("string_root.json", string_vectors),
+        ("content.json", content_vectors),
         ("query_digest.json", qd_vectors),
         ("cursor_chain.json", chain_vectors),
         ("merkle.json", merkle_vectors),

@@ -192,3 +192,95 @@ fn page_token_vectors() {
         assert_eq!(decoded, claims, "{name}");
     }
 }
+
+#[test]
+fn string_root_vectors() {
+    let vectors = load("string_root.json");
+    assert!(!vectors.is_empty());
+    for v in &vectors {
+        let name = str_of(v, "name");
+        let mut digests: Vec<digest::Hash> = v["strings"]
+            .as_array()
+            .expect("strings")
+            .iter()
+            .map(|s| digest::string_id_digest(s.as_str().expect("a string")))
+            .collect();
+        digests.sort_unstable();
+        digests.dedup();
+        assert_eq!(digests.len() as u64, u64_of(v, "unique_ids"), "{name}");
+        let leaves = digest::string_leaves(&mut digests.clone());
+        let want = v["leaves"].as_array().expect("leaves");
+        assert_eq!(leaves.len(), want.len(), "{name}");
+        for ((bucket, hash), w) in leaves.iter().zip(want) {
+            assert_eq!(*bucket, u64_of(w, "bucket"), "{name}");
+            assert_eq!(hex(hash), str_of(w, "leaf_hash"), "{name} bucket {bucket}");
+        }
+        let (root, partitions) = digest::string_root(&mut digests);
+        assert_eq!(partitions, u64_of(v, "partitions"), "{name}");
+        assert_eq!(digest::display(&root), str_of(v, "merkle_root"), "{name}");
+    }
+}
+
+#[test]
+fn content_vectors() {
+    use scanledger::content::{canonical_decimal, record_hash, ContentValue as C};
+    for v in &load("content.json") {
+        let name = str_of(v, "name");
+        let values = v["values"].as_array().expect("values");
+        let mut owned_bytes = Vec::new();
+        for pair in values {
+            if pair[0] == "bytes_hex" {
+                let text = pair[1].as_str().expect("hex");
+                owned_bytes.push(
+                    (0..text.len())
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+                        .collect::<Vec<u8>>(),
+                );
+            }
+        }
+        let mut bytes = owned_bytes.iter();
+        let typed: Vec<C<'_>> = values
+            .iter()
+            .map(|pair| match pair[0].as_str().expect("kind") {
+                "null" => C::Null,
+                "int" => C::Int(i128::from(pair[1].as_i64().expect("int"))),
+                "bool" => C::Bool(pair[1].as_bool().expect("bool")),
+                "decimal" => C::Decimal(pair[1].as_str().expect("decimal")),
+                "text" => C::Text(pair[1].as_str().expect("text")),
+                "bytes_hex" => C::Bytes(bytes.next().expect("bytes")),
+                "timestamp_micros" => C::TimestampMicros(pair[1].as_i64().expect("micros")),
+                "date" => {
+                    let d = pair[1].as_str().expect("date");
+                    C::Date {
+                        year: d[..4].parse().expect("year"),
+                        month: d[5..7].parse().expect("month"),
+                        day: d[8..].parse().expect("day"),
+                    }
+                }
+                other => panic!("{name}: unknown kind {other}"),
+            })
+            .collect();
+        let decimals: Vec<String> = values
+            .iter()
+            .filter(|p| p[0] == "decimal")
+            .map(|p| canonical_decimal(p[1].as_str().expect("decimal")).expect("canonical"))
+            .collect();
+        let want: Vec<String> = v["canonical_decimals"]
+            .as_array()
+            .expect("decimals")
+            .iter()
+            .map(|s| s.as_str().expect("a string").to_owned())
+            .collect();
+        assert_eq!(decimals, want, "{name}");
+        assert_eq!(
+            hex(&record_hash(&typed).expect("hash")),
+            str_of(v, "record_hash"),
+            "{name}"
+        );
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

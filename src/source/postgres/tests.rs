@@ -1,0 +1,250 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::config::{parse_identifier, PgConfig};
+use super::sql::{civil_from_days, KeyKind, KeyParam};
+
+#[track_caller]
+fn check_config(value: serde_json::Value, expected: Result<(), &str>) -> Option<PgConfig> {
+    let got = PgConfig::from_value(Path::new("pg.json"), &value, |name| {
+        (name == "PG_DSN").then(|| "postgresql://u:hunter2canary@127.0.0.1/test".to_owned())
+    });
+    match (got, expected) {
+        (Ok(c), Ok(())) => Some(c),
+        (Err(e), Err(want)) => {
+            let shown = e.to_string();
+            assert!(shown.contains(want), "{shown:?} lacks {want:?}");
+            assert!(!shown.contains("hunter2canary"), "{shown}");
+            None
+        }
+        (Ok(c), Err(want)) => panic!("accepted {c:?}, expected an error with {want:?}"),
+        (Err(e), Ok(())) => panic!("refused: {e}"),
+    }
+}
+
+#[test]
+fn config_is_strict_and_names_the_key() {
+    let base = json!({"dsn": "host=127.0.0.1 dbname=test", "table": "t", "key": "id"});
+    check_config(base.clone(), Ok(()));
+    let with = |k: &str, v: serde_json::Value| {
+        let mut b = base.clone();
+        b[k] = v;
+        b
+    };
+    check_config(with("tabel", json!("t")), Err("unknown key \"tabel\""));
+    check_config(
+        json!({"table": "t", "key": "id"}),
+        Err("missing key \"dsn\""),
+    );
+    check_config(with("dsn_env", json!("PG_DSN")), Err("not both"));
+    check_config(
+        json!({"dsn_env": "NOPE_UNSET", "table": "t", "key": "id"}),
+        Err("dsn_env: the environment variable \"NOPE_UNSET\" is not set"),
+    );
+    check_config(with("key", json!("a.b")), Err("key: expected one column"));
+    check_config(with("table", json!("a.b.c")), Err("table: expected"));
+    check_config(
+        with("table", json!("1t")),
+        Err("table: \"1t\" is not an identifier"),
+    );
+    check_config(
+        with("labels", json!({"x": 3})),
+        Err("labels.x: must be an SQL predicate"),
+    );
+    check_config(with("labels", json!({"x": " "})), Err("labels.x: is empty"));
+    check_config(
+        with("content", json!(["a", 1])),
+        Err("content[1]: must be a column name"),
+    );
+    check_config(with("page_delay_ms", json!(-1)), Err("page_delay_ms"));
+    check_config(
+        with("dsn", json!("sslmode=verify-full host=x")),
+        Err("invalid value for option `sslmode`"),
+    );
+    check_config(
+        with("dsn", json!("host=x bogus=1")),
+        Err("unknown option `bogus`"),
+    );
+    let labels: serde_json::Map<String, serde_json::Value> =
+        (0..17).map(|i| (format!("l{i}"), json!("true"))).collect();
+    check_config(with("labels", json!(labels)), Err("at most 16 labels"));
+}
+
+#[test]
+fn the_password_never_shows() {
+    let c = check_config(
+        json!({"dsn_env": "PG_DSN", "table": "t", "key": "id"}),
+        Ok(()),
+    )
+    .unwrap();
+    let shown = format!("{c:?}");
+    assert!(!shown.contains("hunter2canary"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    // A malformed DSN: the parse error may not quote the text around the password.
+    check_config(
+        json!({"dsn": "host='127.0.0.1 password=hunter2canary", "table": "t", "key": "id"}),
+        Err("dsn: not a connection string"),
+    );
+    check_config(
+        json!({"dsn": "user=u password=hunter2canary port=x", "table": "t", "key": "id"}),
+        Err("invalid value for option `port`"),
+    );
+}
+
+#[test]
+fn identifiers_follow_sql_rules() {
+    let ok = |t: &str, want: &[&str]| assert_eq!(parse_identifier(t).unwrap(), want, "{t}");
+    ok("Customers", &["customers"]);
+    ok("public.t_1", &["public", "t_1"]);
+    ok(r#""My.Schema"."Ta""ble""#, &["My.Schema", "Ta\"ble"]);
+    for bad in [
+        "",
+        "a.",
+        ".a",
+        "a b",
+        "\"unterminated",
+        "\"\"",
+        "a;drop",
+        "a\"b\"",
+    ] {
+        assert!(parse_identifier(bad).is_err(), "{bad:?} accepted");
+    }
+    assert!(parse_identifier(&"a".repeat(64)).is_err());
+    assert!(parse_identifier(&"a".repeat(63)).is_ok());
+    let c = check_config(
+        json!({"dsn": "host=x", "table": r#"s."we""ird""#, "key": "ID"}),
+        Ok(()),
+    )
+    .unwrap();
+    assert_eq!(c.table.sql(), r#""s"."we""ird""#);
+    assert_eq!(c.key, "id");
+}
+
+#[test]
+fn cursors_round_trip_every_key_exactly() {
+    for (kind, key) in [
+        (KeyKind::Int8, KeyParam::Int(-9_223_372_036_854_775_808)),
+        (KeyKind::Int4, KeyParam::Int(42)),
+        (
+            KeyKind::Text,
+            KeyParam::Text("k1: spaces, ünïcode, \"quotes\"\n".to_owned()),
+        ),
+        (KeyKind::Text, KeyParam::Text(String::new())),
+        (
+            KeyKind::Uuid,
+            KeyParam::Text("0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70".to_owned()),
+        ),
+    ] {
+        assert_eq!(KeyParam::from_cursor(kind, &key.cursor()), Some(key));
+    }
+    assert_eq!(KeyParam::from_cursor(KeyKind::Int8, "k1:x"), None);
+    assert_eq!(KeyParam::from_cursor(KeyKind::Text, "other"), None);
+    assert_eq!(
+        KeyParam::from_text(KeyKind::Int2, "17"),
+        Some(KeyParam::Int(17))
+    );
+}
+
+#[test]
+fn days_map_to_calendar_dates() {
+    assert_eq!(civil_from_days(0), (1970, 1, 1));
+    assert_eq!(civil_from_days(10_957), (2000, 1, 1));
+    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    assert_eq!(civil_from_days(2_932_896), (9999, 12, 31));
+}
+
+/// PostgreSQL's binary form of a one-dimensional array.
+fn array(elements: &[Option<&[u8]>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in [1i32, 0, 20, i32::try_from(elements.len()).unwrap(), 1] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    for e in elements {
+        match e {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(b) => {
+                out.extend_from_slice(&i32::try_from(b.len()).unwrap().to_be_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn arrays_decode_within_their_bounds() {
+    use super::sql::array_elements;
+    let one = 1i64.to_be_bytes();
+    let raw = array(&[Some(&one), None, Some(b"")]);
+    assert_eq!(
+        array_elements(Some(&raw), 3).unwrap(),
+        [Some(&one[..]), None, Some(&b""[..])]
+    );
+    assert_eq!(
+        array_elements(None, 3).unwrap(),
+        Vec::<Option<&[u8]>>::new()
+    );
+    // More elements than the page asked for, a cut, trailing bytes, a lying length.
+    assert!(array_elements(Some(&raw), 2)
+        .unwrap_err()
+        .contains("at most 2"));
+    assert!(array_elements(Some(&raw[..raw.len() - 3]), 3).is_err());
+    let mut long = raw.clone();
+    long.push(0);
+    assert!(array_elements(Some(&long), 3)
+        .unwrap_err()
+        .contains("after the last"));
+    let mut lying = array(&[Some(b"ab")]);
+    let at = lying.len() - 6;
+    lying[at..at + 4].copy_from_slice(&1000i32.to_be_bytes());
+    assert!(array_elements(Some(&lying), 3)
+        .unwrap_err()
+        .contains("longer than the array"));
+    let mut two_dims = raw;
+    two_dims[..4].copy_from_slice(&2i32.to_be_bytes());
+    assert!(array_elements(Some(&two_dims), 3)
+        .unwrap_err()
+        .contains("2 dimensions"));
+}
+
+#[test]
+fn uuids_print_as_postgresql_does() {
+    let b = [
+        0x0b, 0x7e, 0x6f, 0x2c, 0x1c, 0x6a, 0x4d, 0x7e, 0x9f, 0x1a, 0x2b, 0x3c, 0x4d, 0x5e, 0x6f,
+        0x70,
+    ];
+    assert_eq!(
+        super::sql::uuid_text(&b),
+        "0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70"
+    );
+}
+
+#[test]
+fn a_page_is_put_in_key_order_and_a_repeated_key_refused() {
+    use super::sql::page_order;
+    let ints = |v: &[i64]| -> Vec<_> { v.iter().map(|n| (KeyParam::Int(*n), None)).collect() };
+    assert_eq!(
+        page_order(KeyKind::Int8, &ints(&[-3, 1, 7])).unwrap(),
+        [0, 1, 2]
+    );
+    assert_eq!(
+        page_order(KeyKind::Int8, &ints(&[7, -3, 1])).unwrap(),
+        [1, 2, 0]
+    );
+    assert!(page_order(KeyKind::Int4, &ints(&[1, 2, 1])).is_err());
+    let uuids: Vec<_> = [[2u8; 16], [1u8; 16]]
+        .iter()
+        .map(|b| (KeyParam::Text(super::sql::uuid_text(b)), Some(*b)))
+        .collect();
+    assert_eq!(page_order(KeyKind::Uuid, &uuids).unwrap(), [1, 0]);
+    // Text keys are in the server's collation order, which the client cannot check.
+    let texts = vec![
+        (KeyParam::Text("b".into()), None),
+        (KeyParam::Text("a".into()), None),
+    ];
+    assert_eq!(page_order(KeyKind::Text, &texts).unwrap(), [0, 1]);
+}
