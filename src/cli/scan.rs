@@ -339,7 +339,7 @@ impl RunLog for Watched<'_> {
     fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
         let old = self.writer.run();
         let writer = self.writer.restart(rec, contract, at)?;
-        tracing::warn!("{old} superseded by {} (restart)", writer.run());
+        tracing::info!("{old} superseded by {} (restart)", writer.run());
         if let Show::Bar(Bar(b)) = &self.show {
             b.set_prefix(writer.run().to_string());
             b.set_position(0);

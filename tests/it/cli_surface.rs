@@ -420,3 +420,50 @@ fn the_repository_carries_its_own_reference() {
     let (_, help, _) = util::run(&["scan", "--help"]);
     assert!(!help.contains("SPEC"), "{help}");
 }
+
+#[test]
+fn verbose_logs_show_retries_and_policy_decisions_never_a_cursor_and_quiet_says_nothing() {
+    let env = Env::new();
+    let c = env.write(
+        "c.json",
+        r#"{"source": "s", "page_size": 10, "on_expired_cursor": "restart"}"#,
+    );
+    let source = "sim:records=50,timeout_at=2,expire_at=3";
+    let (code, out, err) = env.sl(&["-v", "scan", "--contract", &c, "--source", source]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("attempt 1 of 3 failed (timeout); retrying in 50 ms"),
+        "{err}"
+    );
+    assert!(err.contains("on_expired_cursor is restart"), "{err}");
+    assert!(
+        !err.contains("sim-offset-"),
+        "a raw cursor in the logs: {err}"
+    );
+    let (code, _, err) = env.sl(&["-vv", "scan", "--contract", &c, "--source", source]);
+    assert_eq!(code, 0);
+    assert!(err.contains("page 1 observed, committed"), "{err}");
+    let (code, _, err) = env.sl(&["scan", "--contract", &c, "--source", source]);
+    assert_eq!(code, 0);
+    assert!(err.is_empty(), "no logs by default: {err}");
+    let (code, out, err) = env.sl(&["-q", "diff", "run-1", "run-99"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.starts_with("error: "), "-q keeps errors: {err}");
+    let out = Command::new(util::bin())
+        .args([
+            "--store",
+            &env.store,
+            "scan",
+            "--contract",
+            &c,
+            "--source",
+            source,
+        ])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("committed"),
+        "RUST_LOG=debug"
+    );
+}
