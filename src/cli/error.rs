@@ -465,3 +465,65 @@ pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
     let _ = writeln!(stderr, "{}", err.to_json(false));
     EXIT_USAGE
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(e: &CliError) -> String {
+        anstream::adapter::strip_str(&e.to_text()).to_string()
+    }
+
+    /// Root reads any file, so the permission error is built here rather than provoked.
+    #[test]
+    fn a_permission_problem_is_named_once_and_never_as_damage() {
+        let e = CliError::from(OpenError::PermissionDenied {
+            path: PathBuf::from("/srv/s.redb"),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        });
+        assert_eq!(plain(&e), "error: store /srv/s.redb: permission denied\n");
+        assert_eq!((e.kind, e.exit_code), ("store_permission", EXIT_USAGE));
+    }
+
+    #[test]
+    fn causes_are_added_once_and_only_when_the_message_lacks_them() {
+        let e = Error::Open(OpenError::Io {
+            path: PathBuf::from("s.redb"),
+            op: "read",
+            source: Box::new(std::io::Error::other("disk on fire")),
+        });
+        let e = CliError::from(e);
+        assert_eq!(
+            plain(&e),
+            "error: store s.redb: read failed: disk on fire\n"
+        );
+        assert_eq!(e.exit_code, EXIT_INTERNAL);
+        let io = CliError::io(
+            "read contract",
+            Path::new("nope.json"),
+            &std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        assert_eq!(
+            plain(&io),
+            "error: cannot read contract nope.json: no such file or directory\n"
+        );
+    }
+
+    #[test]
+    fn a_placed_error_says_its_place_in_front_and_once() {
+        let e = CliError::from(Error::Source(SourceError::Replay {
+            path: PathBuf::from("p.jsonl"),
+            line: 2,
+            column: Some(7),
+            problem: "malformed JSON: expected value".to_owned(),
+        }));
+        assert_eq!(
+            plain(&e),
+            "error: p.jsonl:2:7: malformed JSON: expected value\n"
+        );
+        let v: serde_json::Value = serde_json::from_str(&e.to_json(true)).unwrap_or_default();
+        assert_eq!(v["error"]["line"], 2);
+        assert_eq!(v["error"]["column"], 7);
+        assert_eq!(v["error"]["kind"], "replay");
+    }
+}

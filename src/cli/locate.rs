@@ -127,7 +127,7 @@ mod tests {
         let text =
             "{\n  \"source\": \"s\",\n  \"page_sise\": 5,\n  \"limits\": {\"max_page\": 1}\n}";
         assert_eq!(locate_key(text, "page_sise"), Some((3, 3)));
-        assert_eq!(locate_key(text, "limits.max_page"), Some((4, 15)));
+        assert_eq!(locate_key(text, "limits.max_page"), Some((4, 14)));
         assert_eq!(locate_key(text, "limits"), Some((4, 3)));
         assert_eq!(locate_key(text, "nope"), None);
         // A value that looks like a key is not a key; nor is a key inside an array.
