@@ -166,7 +166,7 @@ pub(crate) fn count(n: impl Into<u128>, one: &str, many: &str) -> String {
 /// A `"FIRST..LAST"` range as people read it: a single ID alone.
 pub(crate) fn range_words(range: &str) -> String {
     let len = range.len();
-    if len >= 3 && (len - 2) % 2 == 0 {
+    if len >= 3 && len.is_multiple_of(2) {
         let half = (len - 2) / 2;
         if range.is_char_boundary(half)
             && range.is_char_boundary(half + 2)
