@@ -94,7 +94,7 @@ pub enum IdCodecKind {
     String,
 }
 
-/// The stopping rule (SPEC §4).
+/// The stopping rule (docs/REFERENCE.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -261,7 +261,7 @@ impl Contract {
         }
     }
 
-    /// Parses and validates a contract from its JSON text (SPEC §8).
+    /// Parses and validates a contract from its JSON text (the keys: docs/REFERENCE.md §3).
     ///
     /// ```
     /// let c = scanledger::Contract::from_json(r#"{"source": "s", "id_codec": "prefixed"}"#).unwrap();
@@ -383,7 +383,7 @@ impl Contract {
         Ok(c)
     }
 
-    /// The contract as the JSON of SPEC §8; `from_value(to_value(c)) == c`.
+    /// The contract as the JSON of a contract file; `from_value(to_value(c)) == c`.
     #[must_use]
     pub fn to_value(&self) -> Value {
         let mut m = Map::new();

@@ -19,7 +19,7 @@ use super::Out;
 pub(crate) const EXIT_USAGE: i32 = 2;
 /// Exit code of an internal error.
 pub(crate) const EXIT_INTERNAL: i32 = 1;
-/// Exit code of a busy store (SPEC §9).
+/// Exit code of a busy store (docs/REFERENCE.md §2).
 pub(crate) const EXIT_BUSY: i32 = 5;
 
 /// A command that could not be carried out.

@@ -22,7 +22,7 @@ use scanledger::{
 /// A receipt file larger than this is refused before it is read (bytes). A receipt holds at
 /// most 256 violations and 64 labels of 32 ranges, far below.
 const RECEIPT_BYTES_MAX: u64 = 16 * 1024 * 1024;
-/// Exit code of a receipt that does not match its store (SPEC §8: failed).
+/// Exit code of a receipt that does not match its store (docs/REFERENCE.md §2: failed).
 const EXIT_MISMATCH: i32 = 4;
 
 /// The formats of `export`.

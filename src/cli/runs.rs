@@ -43,7 +43,7 @@ impl StatusFilter {
     }
 }
 
-/// One run as `runs --json` prints it (SPEC §8's keys).
+/// One run as `runs --json` prints it (docs/REFERENCE.md §8).
 #[derive(Serialize)]
 struct RunRow<'a> {
     run_id: String,
