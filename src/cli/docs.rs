@@ -124,7 +124,8 @@ pub(crate) fn explain(out: &Out, kind: Option<&str>) -> Result<i32, CliError> {
             "text": text,
         }))?;
     } else {
-        out.emit(text)?;
+        // Markdown's bold marks read as noise on a terminal; the backticks stay.
+        out.emit(&text.replace("**", ""))?;
     }
     Ok(0)
 }
