@@ -6,6 +6,7 @@ mod cli_terminal;
 mod compat;
 mod crash;
 mod evidence;
+mod library;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
