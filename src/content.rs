@@ -17,6 +17,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::digest::{self, Hash};
+
 /// Domain tag of a record's content digest.
 pub const CONTENT_DOMAIN: &[u8] = b"scanledger:content:v1";
 /// Characters a canonical decimal may have; longer numbers are refused, not truncated.
@@ -285,6 +287,71 @@ pub fn canonical_decimal(text: &str) -> Result<String, ContentError> {
     Ok(out)
 }
 
+// Per-leaf content accumulators: what a run keeps of its records' contents, never the rows.
+//
+// Each record with a content digest adds `e = H(0x03 || key || content)` to the accumulator of
+// its leaf, where `key` is the ID's `u64le` for the `int` and `prefixed` codecs and the
+// string's digest for `string` (so two stores that interned differently agree), and the leaf
+// is the ID's partition, or the string's bucket (docs/FORMAT.md §4b). An accumulator is 64
+// bytes: the sum of the `e`s modulo 2^256 (little-endian) and their XOR. Both are independent
+// of order, so two runs over the same records agree whatever their pages, and a leaf whose
+// accumulators differ holds a record whose content differs (or an ID one side lacks).
+
+/// Bytes of one leaf's accumulator.
+pub const CONTENT_ACC_LEN: usize = 64;
+
+/// One leaf's accumulator: sum (mod 2^256, little-endian) then XOR of the entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentAcc(pub [u8; CONTENT_ACC_LEN]);
+
+impl Default for ContentAcc {
+    fn default() -> ContentAcc {
+        ContentAcc([0; CONTENT_ACC_LEN])
+    }
+}
+
+impl ContentAcc {
+    /// Adds one record's entry.
+    pub fn add(&mut self, entry: &Hash) {
+        let mut carry = 0u16;
+        for (i, b) in entry.iter().enumerate() {
+            let s = u16::from(self.0[i]) + u16::from(*b) + carry;
+            self.0[i] = (s & 0xff) as u8;
+            carry = s >> 8;
+        }
+        for (i, b) in entry.iter().enumerate() {
+            self.0[32 + i] ^= b;
+        }
+    }
+}
+
+/// A record's entry: `H(0x03 || key || content)`.
+#[must_use]
+pub fn entry(key: &[u8], content: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update([0x03]);
+    h.update(key);
+    h.update(content);
+    h.finalize().into()
+}
+
+/// The leaf of a content accumulator: `H(0x02 || u64le leaf || accumulator)`.
+#[must_use]
+pub fn leaf_hash(leaf: u64, acc: &ContentAcc) -> Hash {
+    let mut h = Sha256::new();
+    h.update([0x02]);
+    h.update(leaf.to_le_bytes());
+    h.update(acc.0);
+    h.finalize().into()
+}
+
+/// The content root of a run: the RFC 6962 tree over its non-empty leaves, ascending.
+#[must_use]
+pub fn root<'a>(leaves: impl IntoIterator<Item = (u64, &'a ContentAcc)>) -> Hash {
+    let hashes: Vec<Hash> = leaves.into_iter().map(|(l, a)| leaf_hash(l, a)).collect();
+    digest::merkle_root_of_leaves(hashes.iter())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
@@ -381,5 +448,30 @@ mod tests {
             record_hash(&[ContentValue::TimestampMicros(0)]).unwrap(),
             record_hash(&[ContentValue::TimestampMicros(1)]).unwrap()
         );
+    }
+
+    #[test]
+    fn accumulation_is_order_independent_and_sensitive() {
+        let es: Vec<Hash> = (0u8..50).map(|i| digest::sha256(&[i])).collect();
+        let mut a = ContentAcc::default();
+        let mut b = ContentAcc::default();
+        for e in &es {
+            a.add(e);
+        }
+        for e in es.iter().rev() {
+            b.add(e);
+        }
+        assert_eq!(a, b);
+        let mut c = ContentAcc::default();
+        for e in &es[1..] {
+            c.add(e);
+        }
+        assert_ne!(a, c);
+        // The sum carries across bytes.
+        let mut d = ContentAcc::default();
+        d.add(&[0xff; 32]);
+        d.add(&[0x01; 32]);
+        assert_eq!(d.0[0], 0x00);
+        assert_eq!(d.0[1], 0x01);
     }
 }

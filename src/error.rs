@@ -62,7 +62,9 @@ pub enum ContractError {
 #[non_exhaustive]
 pub enum SourceError {
     /// The `--source` argument is not `replay:FILE`, `sim:...` or another known kind.
-    #[error("unknown source {spec:?}: expected replay:FILE or sim:KEY=VALUE,...")]
+    #[error(
+        "unknown source {spec:?}: expected replay:FILE, sim:KEY=VALUE,... or mysql:CONFIG.json"
+    )]
     UnknownKind {
         /// The argument as given.
         spec: String,

@@ -84,11 +84,16 @@ pub use report::{
     gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
     ReportInput,
 };
+pub use source::mapping;
+#[cfg(feature = "http")]
+pub use source::HttpSource;
 #[cfg(feature = "postgres")]
 pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
 };
+#[cfg(feature = "mysql")]
+pub use source::{MysqlConfig, MysqlSource};
 pub use store::{
     inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
     RunSummary, RunWriter, ScopeKey, Snapshot, Store, StoreOptions, WriteError, FORMAT_VERSION,

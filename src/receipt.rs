@@ -152,6 +152,9 @@ pub struct Receipt {
     pub merkle_root: String,
     /// Non-empty partitions.
     pub partitions: u64,
+    /// The root over the per-leaf content accumulators (docs/FORMAT.md §11), when the source
+    /// gave content digests; null otherwise.
+    pub content_root: Option<String>,
     /// Per label: count and ranges.
     pub labels: BTreeMap<String, LabelSummary>,
     /// What a reference has that this run lacks, when a reference is given.
@@ -199,7 +202,7 @@ pub enum ReceiptError {
 }
 
 /// Every key of a receipt: all are present in every receipt (null where a value is absent).
-pub const RECEIPT_KEYS: [&str; 32] = [
+pub const RECEIPT_KEYS: [&str; 33] = [
     "run_id",
     "source",
     "tenant",
@@ -222,6 +225,7 @@ pub const RECEIPT_KEYS: [&str; 32] = [
     "violations_dropped",
     "merkle_root",
     "partitions",
+    "content_root",
     "labels",
     "missing_id_ranges",
     "restarts",
@@ -304,6 +308,11 @@ impl Receipt {
             violations_dropped: p.violations_dropped,
             merkle_root: digest::display(&root),
             partitions,
+            content_root: (!rec.content().is_empty()).then(|| {
+                digest::display(&crate::content::root(
+                    rec.content().iter().map(|(l, a)| (*l, a)),
+                ))
+            }),
             labels,
             missing_id_ranges: None,
             restarts: meta.restarts,
@@ -372,6 +381,9 @@ impl Receipt {
         }
         let _ = writeln!(s, "  partitions   {}", self.partitions);
         let _ = writeln!(s, "  merkle root  {}", self.merkle_root);
+        if let Some(c) = &self.content_root {
+            let _ = writeln!(s, "  content root {c}");
+        }
         let _ = writeln!(s, "  chain        {}", self.cursor_chain_digest);
         if !self.limits_hit.is_empty() {
             let _ = writeln!(s, "  limits hit   {}", self.limits_hit.join(", "));

@@ -45,7 +45,8 @@ pub(crate) fn scan(
     write: &WriteOpts,
 ) -> Result<i32, CliError> {
     let contract = read_contract(contract_path)?;
-    let mut source = AnySource::open(spec).map_err(|e| CliError::from(Error::Source(e)))?;
+    let mut source =
+        AnySource::open_for(spec, &contract).map_err(|e| CliError::from(Error::Source(e)))?;
     let mut store = open_write(out, write.store_options())?;
     store.record_source(&recordable(spec));
     let started = scanledger::now_ms();
@@ -174,6 +175,7 @@ pub(crate) fn read_contract(path: &Path) -> Result<Contract, CliError> {
 /// The `--source` argument as a run records it: a replay or config file's path made
 /// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
+    // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
     for kind in ["replay:", "postgres:", "mysql:", "http:", "mcp:"] {
         if let Some(path) = spec.strip_prefix(kind) {
             return std::fs::canonicalize(path)
@@ -184,7 +186,7 @@ fn recordable(spec: &str) -> String {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    // IO too: network sources (postgres) need the reactor.
+    // IO too: network sources (http, postgres, mysql) need the reactor.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

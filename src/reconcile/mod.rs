@@ -14,7 +14,7 @@
 //! - `verified` only after a terminal page with the contract's end signal and no violation;
 //! - `all_records_in_snapshot` only when every page was served from the pinned snapshot.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -110,6 +110,8 @@ pub struct Reconciler {
     codec: IdCodec,
     ids: IdSet,
     labels: Vec<IdSet>,
+    /// Content accumulators by leaf (partition, or bucket for the `string` codec).
+    content: BTreeMap<u64, crate::content::ContentAcc>,
     seen_cursors: HashSet<Hash>,
     progress: Progress,
     scratch_ids: Vec<u64>,
@@ -148,6 +150,7 @@ impl Reconciler {
             codec: IdCodec::new(contract.id_codec, contract.id_prefix.clone()),
             ids: IdSet::new(),
             labels: Vec::new(),
+            content: BTreeMap::new(),
             seen_cursors: HashSet::new(),
             progress: Progress {
                 pages_observed: 0,
@@ -205,6 +208,11 @@ impl Reconciler {
         r.seen_cursors = cursor_hashes.into_iter().filter(|h| *h != none).collect();
         r.progress = progress;
         r
+    }
+
+    /// Gives a restored run its content accumulators (the store keeps them per leaf).
+    pub fn set_content(&mut self, content: BTreeMap<u64, crate::content::ContentAcc>) {
+        self.content = content;
     }
 
     /// Gives the `string` codec the dictionary of the run's (source, tenant), so runs over one
@@ -429,6 +437,12 @@ impl Reconciler {
     #[must_use]
     pub fn labels(&self) -> &[IdSet] {
         &self.labels
+    }
+
+    /// The content accumulators by leaf; empty when no record carried a content digest.
+    #[must_use]
+    pub fn content(&self) -> &BTreeMap<u64, crate::content::ContentAcc> {
+        &self.content
     }
 
     /// The persisted part of the state.

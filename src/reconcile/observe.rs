@@ -214,6 +214,9 @@ impl Reconciler {
     /// The page's IDs and labels into the sets, its counts, its link of the cursor chain, and
     /// R4 (an ID seen before in this run).
     fn ingest(&mut self, page: &Page, page_idx: u32, ids: &[u64], delta: &mut Delta) {
+        if page.items.iter().any(|i| i.content.is_some()) {
+            self.accumulate_content(page, ids, delta);
+        }
         let mut dups = std::mem::take(&mut self.scratch_dups);
         dups.clear();
         self.ids.insert_many(ids, &mut dups, &mut delta.partitions);
@@ -269,6 +272,39 @@ impl Reconciler {
             self.record(ViolationKind::DuplicateId, page_idx, detail);
         }
         self.scratch_dups = dups;
+    }
+
+    /// Adds the content of the page's first occurrences (a duplicate is R4 and its content
+    /// is not counted twice) to their leaves' accumulators. Runs before the IDs are inserted.
+    fn accumulate_content(&mut self, page: &Page, ids: &[u64], delta: &mut Delta) {
+        let mut in_page = HashSet::with_capacity(ids.len());
+        for (item, id) in page.items.iter().zip(ids) {
+            let Some(content) = &item.content else {
+                continue;
+            };
+            if self.ids.contains(*id) || !in_page.insert(*id) {
+                continue;
+            }
+            let (leaf, entry) = match &item.id {
+                crate::contract::RawId::Str(s)
+                    if self.codec.kind() == crate::contract::IdCodecKind::String =>
+                {
+                    let d = digest::string_id_digest(s);
+                    (
+                        digest::string_bucket(&d),
+                        crate::content::entry(&d, content),
+                    )
+                }
+                _ => (
+                    partition_of(*id),
+                    crate::content::entry(&id.to_le_bytes(), content),
+                ),
+            };
+            self.content.entry(leaf).or_default().add(&entry);
+            delta.content_leaves.push(leaf);
+        }
+        delta.content_leaves.sort_unstable();
+        delta.content_leaves.dedup();
     }
 
     fn add_label(&mut self, name: &str, id: u64) -> Option<(u32, u64)> {

@@ -1314,6 +1314,33 @@ fn the_delta_names_what_one_page_changed() {
     assert_eq!(refused.delta, Delta::default());
 }
 
+#[test]
+fn content_accumulates_per_leaf_once_per_id_in_any_order() {
+    let with_content = |ids: &[u64], tag: u8| {
+        let mut pg = page(ids, None);
+        for it in &mut pg.items {
+            it.content = Some([tag; 32]);
+        }
+        pg
+    };
+    let mut a = Reconciler::new(&Contract::new("s"));
+    let first = a.observe(&with_content(&[1, 70_000, 2], 7));
+    assert_eq!(first.delta.content_leaves, vec![0, 1]);
+    let mut b = Reconciler::new(&Contract::new("s"));
+    let _ = b.observe(&with_content(&[2, 1, 70_000], 7));
+    assert_eq!(a.content(), b.content(), "order does not matter");
+    let mut c = Reconciler::new(&Contract::new("s"));
+    let _ = c.observe(&with_content(&[1, 70_000, 2], 8));
+    assert_ne!(a.content(), c.content(), "content does");
+    // A duplicate's content is not counted twice (the duplicate itself is R4).
+    let mut d = Reconciler::new(&contract(|c| c.end_signal = EndSignal::CompleteFlag));
+    let mut pg = with_content(&[1, 70_000, 2, 1], 7);
+    pg.next = Some("x".into());
+    let _ = d.observe(&pg);
+    assert_eq!(d.content(), a.content());
+    assert!(Reconciler::new(&Contract::new("s")).content().is_empty());
+}
+
 /// A first page refused whole (here R16: an ID the codec does not take) pinned the run to the
 /// snapshot it echoed, while the chain still started from no snapshot: `verify` then found
 /// the store inconsistent with itself. A refused page changes nothing but its finding.

@@ -276,6 +276,8 @@ pub struct Delta {
     pub label_partitions: Vec<(u32, u64)>,
     /// Strings the `string` codec interned for the page, with the IDs it gave them, ascending.
     pub interned: Vec<(u64, String)>,
+    /// Content leaves whose accumulator the page changed, ascending.
+    pub content_leaves: Vec<u64>,
 }
 
 impl Delta {
@@ -286,6 +288,7 @@ impl Delta {
             && self.partitions.is_empty()
             && self.label_partitions.is_empty()
             && self.interned.is_empty()
+            && self.content_leaves.is_empty()
     }
 }
 

@@ -36,6 +36,7 @@ fn receipt(status: Status, unique: u64, pages: u32) -> Receipt {
         violations_dropped: 0,
         merkle_root: format!("sha256:{}", "ef".repeat(32)),
         partitions: 0,
+        content_root: None,
         labels: BTreeMap::new(),
         missing_id_ranges: None,
         restarts: 0,

@@ -1,7 +1,8 @@
 //! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
-//! deterministic generator for demos, benches and simulation tests) and, with the default
-//! feature `postgres`, `postgres:CONFIG.json` (keyset pages of a table in one exported
-//! snapshot).
+//! deterministic generator for demos, benches and simulation tests), and with their default-on
+//! features `postgres:CONFIG.json` (keyset pages of a table in one exported snapshot),
+//! `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot) and
+//! `http:CONFIG.json` (a JSON HTTP API, through the shared response `mapping`).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -13,11 +14,20 @@ use crate::contract::Page;
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
+#[cfg(feature = "http")]
+mod http;
+pub mod mapping;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod replay;
 mod sim;
 
+#[cfg(feature = "http")]
+pub use http::HttpSource;
+#[cfg(feature = "mysql")]
+pub use mysql::{MysqlConfig, MysqlSource};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSource;
 pub use replay::ReplaySource;
@@ -91,6 +101,12 @@ pub enum AnySource {
     /// `postgres:CONFIG.json`.
     #[cfg(feature = "postgres")]
     Postgres(Box<PostgresSource>),
+    /// `http:CONFIG.json`.
+    #[cfg(feature = "http")]
+    Http(Box<HttpSource>),
+    /// `mysql:CONFIG.json`.
+    #[cfg(feature = "mysql")]
+    Mysql(Box<MysqlSource>),
 }
 
 impl AnySource {
@@ -99,6 +115,28 @@ impl AnySource {
     /// # Errors
     /// `SourceError` for an unknown kind, an unreadable or malformed file, bad parameters.
     pub fn open(spec: &str) -> Result<AnySource, SourceError> {
+        AnySource::open_for(spec, &crate::contract::Contract::new("-"))
+    }
+
+    /// Parses a `--source` argument and opens the source for `contract`, which a source may
+    /// check its configuration against (an HTTP source with page-number pagination refuses an
+    /// end signal it could show falsely). [`AnySource::open`] checks against the default
+    /// contract.
+    ///
+    /// # Errors
+    /// As [`AnySource::open`].
+    pub fn open_for(
+        spec: &str,
+        contract: &crate::contract::Contract,
+    ) -> Result<AnySource, SourceError> {
+        #[cfg(feature = "http")]
+        if let Some(path) = spec.strip_prefix("http:") {
+            return Ok(AnySource::Http(Box::new(HttpSource::open(
+                path.as_ref(),
+                contract.end_signal,
+            )?)));
+        }
+        let _ = contract;
         if let Some(path) = spec.strip_prefix("replay:") {
             return Ok(AnySource::Replay(ReplaySource::open(path.as_ref())?));
         }
@@ -108,6 +146,12 @@ impl AnySource {
         #[cfg(feature = "postgres")]
         if let Some(path) = spec.strip_prefix("postgres:") {
             return Ok(AnySource::Postgres(Box::new(PostgresSource::open(
+                path.as_ref(),
+            )?)));
+        }
+        #[cfg(feature = "mysql")]
+        if let Some(path) = spec.strip_prefix("mysql:") {
+            return Ok(AnySource::Mysql(Box::new(MysqlSource::open(
                 path.as_ref(),
             )?)));
         }
@@ -124,6 +168,10 @@ impl PageSource for AnySource {
             AnySource::Sim(s) => s.fetch(req).await,
             #[cfg(feature = "postgres")]
             AnySource::Postgres(s) => s.fetch(req).await,
+            #[cfg(feature = "http")]
+            AnySource::Http(s) => s.fetch(req).await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.fetch(req).await,
         }
     }
 
@@ -133,6 +181,10 @@ impl PageSource for AnySource {
             AnySource::Sim(s) => s.count().await,
             #[cfg(feature = "postgres")]
             AnySource::Postgres(s) => s.count().await,
+            #[cfg(feature = "http")]
+            AnySource::Http(s) => s.count().await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.count().await,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! system, and with them whatever old values they still held.
 
 use super::error::{Failure, WriteError};
-use super::schema::{CURSORS, CURSOR_KEYS, IDS, LABELS, LEAVES, PAGES, RUNS};
+use super::schema::{CONTENT, CURSORS, CURSOR_KEYS, IDS, LABELS, LEAVES, PAGES, RUNS};
 use super::{RunState, Store};
 use crate::receipt::RunId;
 
@@ -34,6 +34,8 @@ impl Store {
                 txn.open_table(LABELS)?
                     .retain_in((r, 0, 0)..=(r, u32::MAX, u64::MAX), |_, _| false)?;
                 txn.open_table(LEAVES)?
+                    .retain_in((r, 0)..=(r, u64::MAX), |_, _| false)?;
+                txn.open_table(CONTENT)?
                     .retain_in((r, 0)..=(r, u64::MAX), |_, _| false)?;
                 txn.open_table(CURSORS)?.remove(r)?;
                 txn.open_table(CURSOR_KEYS)?.remove(r)?;

@@ -21,19 +21,21 @@ pub(crate) const PAGES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::ne
 pub(crate) const IDS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("ids");
 pub(crate) const LABELS: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("labels");
 pub(crate) const LEAVES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("leaves");
+pub(crate) const CONTENT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("content");
 pub(crate) const CURSORS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursors");
 pub(crate) const CURSOR_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursor_keys");
 pub(crate) const INTERN: TableDefinition<(&[u8], &[u8]), u64> = TableDefinition::new("intern");
 pub(crate) const INTERN_REV: TableDefinition<(&[u8], u64), &[u8]> =
     TableDefinition::new("intern_rev");
 
-const TABLE_NAMES: [&str; 10] = [
+const TABLE_NAMES: [&str; 11] = [
     "meta",
     "runs",
     "pages",
     "ids",
     "labels",
     "leaves",
+    "content",
     "cursors",
     "cursor_keys",
     "intern",
@@ -94,6 +96,7 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
             txn.open_table(IDS)?;
             txn.open_table(LABELS)?;
             txn.open_table(LEAVES)?;
+            txn.open_table(CONTENT)?;
             txn.open_table(CURSORS)?;
             txn.open_table(CURSOR_KEYS)?;
             txn.open_table(INTERN)?;

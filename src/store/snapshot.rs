@@ -11,8 +11,8 @@ use super::engine::Engine;
 use super::error::{Failure, ReadError};
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_TOKEN_KEY, PAGES,
-    RUNS, TOKEN_KEY_LEN,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_TOKEN_KEY,
+    PAGES, RUNS, TOKEN_KEY_LEN,
 };
 use super::{LoadedRun, RunHeader, RunState, RunSummary, ScopeKey};
 use crate::codec::{IdCodec, Interner};
@@ -409,6 +409,40 @@ impl<'s> Snapshot<'s> {
         Ok(digest::leaves(&self.ids(run)?))
     }
 
+    /// The content accumulators of a run, by leaf (empty when its source gave no content).
+    ///
+    /// # Errors
+    /// `ReadError` when unreadable or an accumulator has the wrong length.
+    pub fn content(
+        &self,
+        run: RunId,
+    ) -> Result<std::collections::BTreeMap<u64, crate::content::ContentAcc>, ReadError> {
+        let raw: Vec<(u64, Vec<u8>)> = self
+            .engine
+            .contain(
+                "read the content accumulators",
+                || -> Result<_, redb::Error> {
+                    let t = self.txn.open_table(CONTENT)?;
+                    let mut out = Vec::new();
+                    for entry in t.range((run.0, 0)..=(run.0, u64::MAX))? {
+                        let (k, v) = entry?;
+                        out.push((k.value().1, v.value().to_vec()));
+                    }
+                    Ok(out)
+                },
+            )
+            .map_err(|f| self.fail(f))?;
+        raw.into_iter()
+            .map(|(leaf, bytes)| {
+                let acc = <[u8; crate::content::CONTENT_ACC_LEN]>::try_from(bytes.as_slice())
+                    .map_err(|_| {
+                        self.damaged("content", Some(run), "an accumulator is not 64 bytes")
+                    })?;
+                Ok((leaf, crate::content::ContentAcc(acc)))
+            })
+            .collect()
+    }
+
     /// The key that signs this store's page tokens (made when the store was created).
     ///
     /// # Errors
@@ -667,7 +701,7 @@ impl<'s> Snapshot<'s> {
             1 => Some(Request::First),
             _ => self.stored_request(run)?,
         };
-        let reconciler = Reconciler::restore(
+        let mut reconciler = Reconciler::restore(
             &contract,
             progress,
             ids,
@@ -675,6 +709,7 @@ impl<'s> Snapshot<'s> {
             pages.iter().map(|p| p.cursor_hash),
             codec,
         );
+        reconciler.set_content(self.content(run)?);
         Ok(LoadedRun {
             meta: RunMeta {
                 run_id: run,

@@ -15,7 +15,8 @@ use super::backend::Liveness;
 use super::error::{Failure, WriteError};
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN, PAGES, RUNS,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN,
+    PAGES, RUNS,
 };
 use super::{ScopeKey, Store};
 use crate::contract::{Contract, IdCodecKind};
@@ -39,6 +40,7 @@ struct Pending {
     partitions: BTreeSet<u64>,
     label_partitions: BTreeSet<(u32, u64)>,
     interned: Vec<(u64, String)>,
+    content_leaves: BTreeSet<u64>,
 }
 
 /// The writer of one run. Dropping it discards its uncommitted pages and nothing else.
@@ -138,6 +140,7 @@ impl<'s> RunWriter<'s> {
         self.pending.partitions.extend(delta.partitions);
         self.pending.label_partitions.extend(delta.label_partitions);
         self.pending.interned.extend(delta.interned);
+        self.pending.content_leaves.extend(delta.content_leaves);
         let every = self.store.options.checkpoint_every_pages.max(1) as usize;
         if !page_seen || rec.is_finished() || self.pending.pages.len() >= every {
             self.commit(rec)?;
@@ -247,6 +250,12 @@ impl<'s> RunWriter<'s> {
                     .map(|b| (l, part, records::encode_bitmap(b)))
             })
             .collect();
+        let content_rows: Vec<(u64, [u8; crate::content::CONTENT_ACC_LEN])> = self
+            .pending
+            .content_leaves
+            .iter()
+            .filter_map(|leaf| rec.content().get(leaf).map(|a| (*leaf, a.0)))
+            .collect();
         let page_rows: Vec<(u32, [u8; records::PAGE_RECORD_LEN])> = self
             .pending
             .pages
@@ -320,6 +329,12 @@ impl<'s> RunWriter<'s> {
                 let mut t = txn.open_table(LABELS)?;
                 for (l, part, bytes) in &label_rows {
                     t.insert((run, *l, *part), bytes.as_slice())?;
+                }
+            }
+            if !content_rows.is_empty() {
+                let mut t = txn.open_table(CONTENT)?;
+                for (leaf, acc) in &content_rows {
+                    t.insert((run, *leaf), acc.as_slice())?;
                 }
             }
             if !string_rows.is_empty() {

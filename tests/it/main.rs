@@ -6,7 +6,11 @@ mod cli_terminal;
 mod compat;
 mod crash;
 mod evidence;
+#[cfg(feature = "http")]
+mod http;
 mod library;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]

@@ -537,3 +537,72 @@ fn verify_during_a_scan_never_sees_a_torn_store() {
     let _ = writer.wait();
     assert!(checked > 5, "too few checks ran ({checked})");
 }
+
+/// Content digests survive the store: the per-leaf accumulators are written with each
+/// checkpoint and read back, so a stored run's receipt carries the same `content_root` as the
+/// scan printed, and `verify` accepts it; two runs with one changed record differ in exactly
+/// that record's leaf.
+#[test]
+fn content_roots_survive_the_store_and_name_the_changed_leaf() {
+    use scanledger::{FetchError, Item, Page, PageRequest, PageSource, RawId};
+    struct Rows(Vec<(u64, u8)>);
+    impl PageSource for Rows {
+        async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+            let start: usize = req.request.cursor().map_or(0, |c| c.parse().unwrap_or(0));
+            let end = (start + 100).min(self.0.len());
+            let mut page = Page::default();
+            for (id, tag) in &self.0[start..end] {
+                let mut item = Item::new(RawId::Int(*id));
+                item.content = Some([*tag; 32]);
+                page.items.push(item);
+            }
+            page.next = (end < self.0.len()).then(|| end.to_string());
+            Ok(page)
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store =
+        scanledger::Store::open(&dir.path().join("c.redb"), scanledger::StoreOptions::new())
+            .expect("store");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let rows: Vec<(u64, u8)> = (0..1000).map(|i| (i * 200, 1)).collect();
+    let mut changed = rows.clone();
+    changed[777].1 = 2; // the record with ID 155_400, in partition 2
+    let a = rt
+        .block_on(scanledger::scan(
+            &scanledger::Contract::new("t"),
+            &mut Rows(rows),
+            &mut store,
+        ))
+        .expect("scan a");
+    let b = rt
+        .block_on(scanledger::scan(
+            &scanledger::Contract::new("t"),
+            &mut Rows(changed),
+            &mut store,
+        ))
+        .expect("scan b");
+    let printed = a.receipt();
+    assert!(printed.content_root.is_some());
+    let snap = store.read().expect("read");
+    let stored = snap.receipt(a.meta.run_id).expect("receipt");
+    assert_eq!(stored.content_root, printed.content_root);
+    assert!(scanledger::verify_receipt(&snap, &stored)
+        .expect("verify")
+        .is_empty());
+    assert_ne!(b.receipt().content_root, printed.content_root);
+    assert_eq!(b.receipt().merkle_root, printed.merkle_root, "the same IDs");
+    let (ca, cb) = (
+        snap.content(a.meta.run_id).expect("content a"),
+        snap.content(b.meta.run_id).expect("content b"),
+    );
+    let differing: Vec<u64> = ca
+        .iter()
+        .filter(|(leaf, acc)| cb.get(leaf) != Some(acc))
+        .map(|(leaf, _)| *leaf)
+        .collect();
+    assert_eq!(differing, vec![155_400 >> 16]);
+}

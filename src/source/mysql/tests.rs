@@ -1,0 +1,342 @@
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::path::Path;
+
+use mysql_async::Value;
+
+use super::config::MysqlConfig;
+use super::error::{classify, Class};
+use super::sql::{self, ColumnInfo, KeyKind, Kind};
+use super::value;
+use crate::content::{record_hash, ContentValue};
+use crate::contract::RawId;
+use crate::error::SourceError;
+
+#[track_caller]
+fn parse(text: &str) -> Result<MysqlConfig, String> {
+    MysqlConfig::parse(Path::new("cfg.json"), text, |name| {
+        (name == "MY_DSN").then(|| "mysql://u:hunter2-canary@db.example:3307/shop".to_owned())
+    })
+    .map_err(|e| match e {
+        SourceError::Config { problem, .. } => problem,
+        other => panic!("{other:?}"),
+    })
+}
+
+#[track_caller]
+fn check_refused(text: &str, needle: &str) {
+    let problem = parse(text).unwrap_err();
+    assert!(problem.contains(needle), "{text}: {problem}");
+    assert!(!problem.contains("hunter2"), "{problem}");
+}
+
+#[test]
+fn config_keys_are_parsed_strictly_and_named_in_errors() {
+    let c = parse(
+        r#"{"dsn_env": "MY_DSN", "table": "customers", "key": "id", "where": "active = 1",
+            "labels": {"needs_migration": "schema_version < 3", "vip": "tier = 'gold'"},
+            "content": ["email", "schema_version"], "pause_ms": 5}"#,
+    )
+    .unwrap();
+    assert_eq!(c.schema, "shop");
+    assert_eq!(c.table, "customers");
+    assert_eq!(c.labels[0].0, "needs_migration");
+    assert_eq!(c.labels[1].0, "vip");
+    assert_eq!(c.content, ["email", "schema_version"]);
+    assert_eq!(c.pause_ms, 5);
+    let c =
+        parse(r#"{"dsn": "mysql://root@127.0.0.1/test", "table": "other.t", "key": "k"}"#).unwrap();
+    assert_eq!((c.schema.as_str(), c.table.as_str()), ("other", "t"));
+
+    let base = r#""dsn": "mysql://root@h/db", "table": "t", "key": "id""#;
+    check_refused(
+        &format!("{{{base}, \"colour\": 1}}"),
+        "unknown key \"colour\"",
+    );
+    check_refused(r#"{"table": "t", "key": "id"}"#, "\"dsn\"");
+    check_refused(
+        r#"{"dsn": "mysql://h/db", "dsn_env": "MY_DSN", "table": "t", "key": "id"}"#,
+        "not both",
+    );
+    check_refused(
+        r#"{"dsn_env": "NOPE", "table": "t", "key": "id"}"#,
+        "\"NOPE\" is not set",
+    );
+    check_refused(
+        r#"{"dsn": "mysql://h/db", "key": "id"}"#,
+        "\"table\" is required",
+    );
+    check_refused(
+        r#"{"dsn": "mysql://h/db", "table": "t"}"#,
+        "\"key\" is required",
+    );
+    check_refused(
+        r#"{"dsn": "mysql://h", "table": "t", "key": "id"}"#,
+        "name the schema",
+    );
+    check_refused(&format!("{{{base}, \"where\": \"  \"}}"), "key \"where\"");
+    check_refused(
+        &format!("{{{base}, \"labels\": [\"a\"]}}"),
+        "key \"labels\"",
+    );
+    check_refused(
+        &format!("{{{base}, \"labels\": {{\"a\": 1}}}}"),
+        "label \"a\"",
+    );
+    check_refused(
+        &format!("{{{base}, \"content\": \"email\"}}"),
+        "key \"content\"",
+    );
+    check_refused(
+        &format!("{{{base}, \"content\": [\"Email\", \"email\"]}}"),
+        "named twice",
+    );
+    check_refused(&format!("{{{base}, \"pause_ms\": 60001}}"), "\"pause_ms\"");
+    check_refused(
+        &format!("{{{base}, \"key\": \"id\"}}"),
+        "duplicate key \"key\"",
+    );
+    check_refused(
+        r#"{"dsn": "postgres://u:hunter2@h/db", "table": "t", "key": "id"}"#,
+        "must start with mysql://",
+    );
+    check_refused(
+        r#"{"dsn": "mysql://u:hunter2@h/db?nonsense=1", "table": "t", "key": "id"}"#,
+        "unknown DSN parameter",
+    );
+    let too_many: Vec<String> = (0..17).map(|i| format!("\"l{i}\": \"1\"")).collect();
+    check_refused(
+        &format!("{{{base}, \"labels\": {{{}}}}}", too_many.join(",")),
+        "more than 16 labels",
+    );
+}
+
+#[test]
+fn debug_never_shows_the_password() {
+    let c = parse(r#"{"dsn_env": "MY_DSN", "table": "t", "key": "id"}"#).unwrap();
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(
+        debug.contains("mysql://u:<redacted>@db.example:3307/shop"),
+        "{debug}"
+    );
+    let source = super::MysqlSource::new(c);
+    assert!(!format!("{source:?}").contains("hunter2"));
+}
+
+#[test]
+fn identifiers_are_quoted_so_they_cannot_escape() {
+    assert_eq!(sql::quote("id"), "`id`");
+    assert_eq!(sql::quote("a`b"), "`a``b`");
+    assert_eq!(
+        sql::quote("x` ; DROP TABLE t; --"),
+        "`x`` ; DROP TABLE t; --`"
+    );
+}
+
+fn col(name: &str, data_type: &str, nullable: bool) -> ColumnInfo {
+    ColumnInfo {
+        name: name.into(),
+        data_type: data_type.into(),
+        column_type: data_type.into(),
+        nullable,
+        charset: None,
+    }
+}
+
+#[test]
+fn the_plan_selects_key_labels_and_content_in_order() {
+    let c = parse(
+        r#"{"dsn": "mysql://h/db", "table": "t", "key": "id", "where": "a = 1 -- note",
+            "labels": {"l": "b > 2"}, "content": ["x", "j"]}"#,
+    )
+    .unwrap();
+    let p = sql::plan(
+        &c,
+        &col("id", "bigint", false),
+        &[col("x", "decimal", true), col("j", "json", true)],
+        true,
+    )
+    .unwrap();
+    assert_eq!(p.key_kind, KeyKind::Int);
+    assert_eq!(p.content, [Kind::Decimal, Kind::Cast]);
+    assert_eq!(
+        p.next_sql,
+        "SELECT `id`, CASE WHEN (\nb > 2\n) THEN 1 ELSE 0 END, `x`, \
+         CAST(`j` AS CHAR CHARACTER SET utf8mb4) FROM `db`.`t` WHERE (\na = 1 -- note\n) \
+         AND `id` > ? ORDER BY `id` LIMIT ?"
+    );
+    assert!(p
+        .first_sql
+        .ends_with("WHERE (\na = 1 -- note\n) ORDER BY `id` LIMIT ?"));
+    assert_eq!(
+        p.count_sql,
+        "SELECT COUNT(*) FROM `db`.`t` WHERE (\na = 1 -- note\n)"
+    );
+    let p = sql::plan(&c, &col("id", "varchar", false), &[], true).unwrap();
+    assert_eq!(p.key_kind, KeyKind::Text);
+    for bad in ["decimal", "datetime", "text", "blob", "double"] {
+        let e = sql::plan(&c, &col("id", bad, false), &[], true).unwrap_err();
+        assert!(e.contains("integer type or CHAR/VARCHAR"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn column_types_map_to_content_kinds() {
+    for (t, cs, want) in [
+        ("tinyint", None, Kind::Int),
+        ("bigint", None, Kind::Int),
+        ("year", None, Kind::Int),
+        ("decimal", None, Kind::Decimal),
+        ("float", None, Kind::Float32),
+        ("double", None, Kind::Float64),
+        ("bit", None, Kind::Bit),
+        ("varchar", Some("utf8mb4"), Kind::Text),
+        ("enum", Some("latin1"), Kind::Text),
+        ("char", Some("binary"), Kind::Bytes),
+        ("varbinary", None, Kind::Bytes),
+        ("longblob", None, Kind::Bytes),
+        ("date", None, Kind::Date),
+        ("datetime", None, Kind::Timestamp),
+        ("TIMESTAMP", None, Kind::Timestamp),
+        ("time", None, Kind::Cast),
+        ("json", None, Kind::Cast),
+        ("uuid", None, Kind::Cast),
+    ] {
+        assert_eq!(Kind::of(t, cs), want, "{t}");
+    }
+}
+
+#[test]
+fn keys_become_ids_and_cursor_texts() {
+    assert_eq!(
+        value::key_of(KeyKind::Int, &Value::UInt(u64::MAX)).unwrap(),
+        RawId::Int(u64::MAX)
+    );
+    assert_eq!(
+        value::key_of(KeyKind::Int, &Value::Int(-3)).unwrap(),
+        RawId::Other("-3".into()),
+        "a negative key is left for the codec to refuse"
+    );
+    assert_eq!(
+        value::key_of(KeyKind::Text, &Value::Bytes(b"c-1".to_vec())).unwrap(),
+        RawId::Str("c-1".into())
+    );
+    assert!(value::key_of(KeyKind::Int, &Value::NULL).is_err());
+    // The cursor text of a key reads back as the same key.
+    for (kind, id) in [
+        (KeyKind::Int, RawId::Int(42)),
+        (KeyKind::Text, RawId::Str("é x".into())),
+    ] {
+        let text = value::key_text(&id);
+        let back = value::key_param(kind, &text).unwrap();
+        assert_eq!(value::key_of(kind, &back).unwrap(), id);
+    }
+    assert!(value::key_of(KeyKind::Text, &Value::Bytes(vec![0xff])).is_err());
+    assert_eq!(value::key_param(KeyKind::Int, "7").unwrap(), Value::UInt(7));
+    assert_eq!(
+        value::key_param(KeyKind::Int, "-7").unwrap(),
+        Value::Int(-7)
+    );
+    assert!(value::key_param(KeyKind::Int, "7x").is_err());
+    assert_eq!(
+        value::key_param(KeyKind::Text, "é").unwrap(),
+        Value::Bytes("é".as_bytes().to_vec())
+    );
+}
+
+#[test]
+fn utc_micros_matches_known_instants() {
+    assert_eq!(value::utc_micros(1970, 1, 1, 0, 0, 0, 0), Some(0));
+    assert_eq!(
+        value::utc_micros(2024, 2, 29, 12, 30, 15, 250_000),
+        Some(1_709_209_815_250_000)
+    );
+    assert_eq!(
+        value::utc_micros(1969, 12, 31, 23, 59, 59, 999_999),
+        Some(-1)
+    );
+    assert_eq!(
+        value::utc_micros(9999, 12, 31, 23, 59, 59, 999_999),
+        Some(253_402_300_799_999_999)
+    );
+    assert_eq!(value::utc_micros(2023, 2, 29, 0, 0, 0, 0), None);
+    assert_eq!(value::utc_micros(0, 0, 0, 0, 0, 0, 0), None);
+}
+
+fn hash(kinds: &[Kind], names: &[String], row: &[Value]) -> Result<[u8; 32], String> {
+    let mut scratch = Vec::new();
+    value::content_hash(kinds, names, |i| &row[i], &mut scratch)
+}
+
+#[test]
+fn content_hashes_follow_the_shared_mapping() {
+    let names = vec![
+        "a".to_owned(),
+        "b".to_owned(),
+        "c".to_owned(),
+        "d".to_owned(),
+    ];
+    let kinds = [Kind::Decimal, Kind::Timestamp, Kind::Int, Kind::Float32];
+    let row = [
+        Value::Bytes(b"1.50".to_vec()),
+        Value::Date(2024, 1, 2, 3, 4, 5, 6),
+        Value::Int(1),
+        Value::Float(1.1),
+    ];
+    let want = record_hash(&[
+        ContentValue::Decimal("1.5"),
+        ContentValue::TimestampMicros(value::utc_micros(2024, 1, 2, 3, 4, 5, 6).unwrap()),
+        ContentValue::Bool(true),
+        ContentValue::Decimal("1.1"),
+    ])
+    .unwrap();
+    assert_eq!(hash(&kinds, &names, &row).unwrap(), want);
+
+    // A zero date hashes as its text: it differs from every real date and from NULL.
+    let zero = hash(&[Kind::Date], &names, &[Value::Date(0, 0, 0, 0, 0, 0, 0)]).unwrap();
+    assert_eq!(
+        zero,
+        record_hash(&[ContentValue::Text("0000-00-00")]).unwrap()
+    );
+    let null = hash(&[Kind::Date], &names, &[Value::NULL]).unwrap();
+    assert_eq!(null, record_hash(&[ContentValue::Null]).unwrap());
+
+    let bits = hash(&[Kind::Bit], &names, &[Value::Bytes(vec![1, 0])]).unwrap();
+    assert_eq!(bits, record_hash(&[ContentValue::Int(256)]).unwrap());
+    let e = hash(&[Kind::Decimal], &names, &[Value::Bytes(b"abc".to_vec())]).unwrap_err();
+    assert!(e.contains("\"a\""), "{e}");
+}
+
+#[test]
+fn errors_are_classified_for_the_collector() {
+    let server = |code: u16| {
+        mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: format!("message {code}"),
+            state: "HY000".into(),
+        })
+    };
+    for code in [1044, 1045, 1142, 1143] {
+        assert_eq!(classify(&server(code)), Class::Forbidden, "{code}");
+    }
+    for code in [1213, 1927, 1053] {
+        assert_eq!(classify(&server(code)), Class::Lost, "{code}");
+    }
+    for code in [1205, 1040, 9999] {
+        assert_eq!(classify(&server(code)), Class::Retry, "{code}");
+    }
+    assert_eq!(classify(&server(1969)), Class::Timeout);
+    for (code, what) in [
+        (1146, "unknown table"),
+        (1054, "unknown column"),
+        (1064, "not valid SQL"),
+    ] {
+        match classify(&server(code)) {
+            Class::Fatal(m) => assert!(m.contains(what) && m.contains(&code.to_string()), "{m}"),
+            other => panic!("{code}: {other:?}"),
+        }
+    }
+    let io = mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other("reset")));
+    assert_eq!(classify(&io), Class::Lost);
+}

@@ -1,0 +1,246 @@
+//! From the driver's values (binary protocol) to IDs, cursor keys and content digests.
+//!
+//! The mapping is the one PostgreSQL's source uses, so the same value hashes the same on both
+//! sides (docs/guide-mysql.md has the table): integers as integers, DECIMAL by its text (the
+//! canonical decimal makes `1.50` equal `1.5`), FLOAT by its shortest single-precision decimal,
+//! DOUBLE as a float, text as text, binary as bytes, DATE as a date, DATETIME and TIMESTAMP
+//! as UTC microseconds (the session's time zone is `+00:00`, so a TIMESTAMP is read in UTC and
+//! a DATETIME is taken as UTC). A date MySQL allows but the calendar does not (`0000-00-00`,
+//! day 0) is hashed as its text, so it differs from every real date instead of failing the
+//! scan. Pure: no IO.
+
+use mysql_async::Value;
+
+use super::sql::{KeyKind, Kind};
+use crate::content::{record_hash, ContentValue};
+use crate::contract::RawId;
+
+/// The ID of a key value.
+///
+/// # Errors
+/// A message for a NULL key or a value of the wrong type.
+pub(crate) fn key_of(kind: KeyKind, v: &Value) -> Result<RawId, String> {
+    match (kind, v) {
+        (_, Value::NULL) => Err("a row has a NULL key".into()),
+        (KeyKind::Int, Value::UInt(u)) => Ok(RawId::Int(*u)),
+        (KeyKind::Int, Value::Int(i)) => Ok(match u64::try_from(*i) {
+            Ok(u) => RawId::Int(u),
+            // A negative key is kept for the codec to refuse (R16), never coerced.
+            Err(_) => RawId::Other(i.to_string()),
+        }),
+        (KeyKind::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
+            Ok(s) => Ok(RawId::Str(s.to_owned())),
+            Err(_) => Err("a key is not valid UTF-8".into()),
+        },
+        (_, other) => Err(format!("a key value has an unexpected type ({other:?})")),
+    }
+}
+
+/// The text a cursor or a high-water request carries for a key (the inverse of
+/// [`key_param`]); only the last key of a page needs one.
+pub(crate) fn key_text(id: &RawId) -> String {
+    match id {
+        RawId::Int(u) => u.to_string(),
+        RawId::Str(s) | RawId::Other(s) => s.clone(),
+    }
+}
+
+/// The parameter a keyset request binds for a key text (from a cursor or a high-water key).
+///
+/// # Errors
+/// A message when the text is not a key of this kind.
+pub(crate) fn key_param(kind: KeyKind, text: &str) -> Result<Value, String> {
+    match kind {
+        KeyKind::Text => Ok(Value::Bytes(text.as_bytes().to_vec())),
+        KeyKind::Int => {
+            if let Ok(u) = text.parse::<u64>() {
+                Ok(Value::UInt(u))
+            } else if let Ok(i) = text.parse::<i64>() {
+                Ok(Value::Int(i))
+            } else {
+                Err(format!(
+                    "key {:?} is not an integer",
+                    text.chars().take(64).collect::<String>()
+                ))
+            }
+        }
+    }
+}
+
+/// Whether a label column (`CASE WHEN pred THEN 1 ELSE 0 END`) is set.
+pub(crate) fn is_set(v: &Value) -> bool {
+    match v {
+        Value::Int(i) => *i != 0,
+        Value::UInt(u) => *u != 0,
+        Value::Bytes(b) => b.as_slice() != b"0",
+        _ => false,
+    }
+}
+
+/// The value a missing cell reads as.
+pub(crate) static NULL: Value = Value::NULL;
+
+/// The content digest of one row: `value(i)` is the row's `i`-th content value. `scratch` is
+/// reused from row to row of a page, so the common row allocates nothing here.
+///
+/// # Errors
+/// A message naming the column whose value cannot be hashed.
+pub(crate) fn content_hash<'a>(
+    kinds: &[Kind],
+    names: &[String],
+    value: impl Fn(usize) -> &'a Value,
+    scratch: &mut Vec<ContentValue<'a>>,
+) -> Result<[u8; 32], String> {
+    let named = |i: usize, p: String| {
+        let name = names.get(i).map_or("?", String::as_str);
+        format!("content column {name:?}: {p}")
+    };
+    scratch.clear();
+    for (i, kind) in kinds.iter().enumerate() {
+        match content_value(*kind, value(i)).map_err(|p| named(i, p))? {
+            Some(cv) => scratch.push(cv),
+            None => return hash_with_odd_dates(kinds, names, &value),
+        }
+    }
+    hash(scratch, names)
+}
+
+/// The slow path of a row holding a date the calendar does not have: such a date is hashed as
+/// its text, which needs a buffer of its own.
+fn hash_with_odd_dates<'a>(
+    kinds: &[Kind],
+    names: &[String],
+    value: &impl Fn(usize) -> &'a Value,
+) -> Result<[u8; 32], String> {
+    let texts: Vec<Option<String>> = (0..kinds.len())
+        .map(|i| odd_date_text(kinds[i], value(i)))
+        .collect();
+    let mut out = Vec::with_capacity(kinds.len());
+    for (i, kind) in kinds.iter().enumerate() {
+        let cv = match &texts[i] {
+            Some(t) => Some(ContentValue::Text(t)),
+            None => content_value(*kind, value(i)).ok().flatten(),
+        };
+        out.push(cv.ok_or_else(|| format!("content column {:?}: unreadable", names[i]))?);
+    }
+    hash(&out, names)
+}
+
+fn hash(values: &[ContentValue<'_>], names: &[String]) -> Result<[u8; 32], String> {
+    record_hash(values).map_err(|e| {
+        // Rare: find the column to name by hashing the values one by one.
+        let bad = values
+            .iter()
+            .position(|v| record_hash(std::slice::from_ref(v)).is_err());
+        let name = bad.and_then(|i| names.get(i)).map_or("?", String::as_str);
+        format!("content column {name:?}: {e}")
+    })
+}
+
+fn utf8(b: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(b).map_err(|_| "not valid UTF-8".to_owned())
+}
+
+/// One content value, or `None` for a DATE/DATETIME the calendar does not have.
+fn content_value(kind: Kind, v: &Value) -> Result<Option<ContentValue<'_>>, String> {
+    Ok(Some(match (kind, v) {
+        (_, Value::NULL) => ContentValue::Null,
+        (_, Value::Int(i)) => ContentValue::Int(i128::from(*i)),
+        (_, Value::UInt(u)) => ContentValue::Int(i128::from(*u)),
+        (Kind::Decimal, Value::Bytes(b)) => ContentValue::Decimal(utf8(b)?),
+        (Kind::Float32 | Kind::Float64, Value::Float(f)) => ContentValue::Float(shortest_f32(*f)),
+        (Kind::Float32 | Kind::Float64, Value::Double(d)) => ContentValue::Float(*d),
+        (Kind::Bit, Value::Bytes(b)) => {
+            if b.len() > 8 {
+                return Err("a BIT value longer than 64 bits".into());
+            }
+            let n = b
+                .iter()
+                .fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
+            ContentValue::Int(i128::from(n))
+        }
+        (Kind::Int, Value::Bytes(b)) => {
+            let s = utf8(b)?;
+            ContentValue::Int(s.parse::<i128>().map_err(|_| "not an integer".to_owned())?)
+        }
+        (Kind::Text | Kind::Cast, Value::Bytes(b)) => match std::str::from_utf8(b) {
+            Ok(s) => ContentValue::Text(s),
+            // The server converts text to the connection's utf8mb4; bytes that still are not
+            // UTF-8 (a CAST of binary data) are hashed as bytes, which no text equals.
+            Err(_) => ContentValue::Bytes(b),
+        },
+        (Kind::Bytes, Value::Bytes(b)) => ContentValue::Bytes(b),
+        (Kind::Date, Value::Date(y, m, d, ..)) => {
+            if *y > 9999 || !civil_ok(*y, *m, *d) {
+                return Ok(None);
+            }
+            ContentValue::Date {
+                year: *y,
+                month: *m,
+                day: *d,
+            }
+        }
+        (Kind::Timestamp, Value::Date(y, mo, d, h, mi, s, us)) => {
+            match utc_micros(*y, *mo, *d, *h, *mi, *s, *us) {
+                Some(t) => ContentValue::TimestampMicros(t),
+                None => return Ok(None),
+            }
+        }
+        (_, other) => return Err(format!("unexpected value {other:?} for a {kind:?} column")),
+    }))
+}
+
+/// A float's shortest single-precision decimal, as the double it reads as: FLOAT `1.1` hashes
+/// as `1.1`, as MySQL and PostgreSQL (`real`) both print it, not as `1.100000023841858`.
+fn shortest_f32(f: f32) -> f64 {
+    if f.is_finite() {
+        f.to_string().parse::<f64>().unwrap_or(f64::from(f))
+    } else {
+        f64::from(f)
+    }
+}
+
+/// The text of a DATE/DATETIME the calendar does not have, or `None` for a real one.
+fn odd_date_text(kind: Kind, v: &Value) -> Option<String> {
+    let Value::Date(y, mo, d, h, mi, s, us) = v else {
+        return None;
+    };
+    let real = *y <= 9999 && civil_ok(*y, *mo, *d);
+    match kind {
+        Kind::Date if !real => Some(format!("{y:04}-{mo:02}-{d:02}")),
+        Kind::Timestamp if !real || utc_micros(*y, *mo, *d, *h, *mi, *s, *us).is_none() => Some(
+            format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}"),
+        ),
+        _ => None,
+    }
+}
+
+fn civil_ok(y: u16, m: u8, d: u8) -> bool {
+    let leap = (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// Microseconds since 1970-01-01T00:00:00Z of a civil UTC time, or `None` when any field is out
+/// of range.
+pub(crate) fn utc_micros(y: u16, mo: u8, d: u8, h: u8, mi: u8, s: u8, us: u32) -> Option<i64> {
+    if y > 9999 || !civil_ok(y, mo, d) || h > 23 || mi > 59 || s > 59 || us > 999_999 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm), on i64: every input here is small.
+    let y = i64::from(y) - i64::from(mo <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(mo) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s);
+    Some(secs * 1_000_000 + i64::from(us))
+}
