@@ -87,13 +87,12 @@ pub(crate) fn resume(
         .with_field("--deadline-seconds"));
     }
     let mut store = open_write(out, write.store_options())?;
-    let (run, recorded, expected) = {
+    let (run, header) = {
         let snap = store.read()?;
         let run = run.resolve(&snap)?;
-        let header = snap.header(run)?;
-        (run, header.source_spec, header.contract.expected_count)
+        (run, snap.header(run)?)
     };
-    let Some(spec) = source.or(recorded) else {
+    let Some(spec) = source.or(header.source_spec.clone()) else {
         return Err(
             CliError::usage(format!("{run} has no recorded source")).with_hint(format!(
                 "pass it: {} --source SPEC",
@@ -101,7 +100,10 @@ pub(crate) fn resume(
             )),
         );
     };
-    let mut source = AnySource::open(&spec).map_err(|e| CliError::from(Error::Source(e)))?;
+    let expected = header.contract.expected_count;
+    // The source checks its configuration against the run's own contract (its end signal).
+    let mut source = AnySource::open_for(&spec, &header.contract)
+        .map_err(|e| CliError::from(Error::Source(e)))?;
     store.record_source(&recordable(&spec));
     let (writer, loaded) = store.resume(run, raise)?;
     tracing::info!("{run} resumed");
