@@ -60,11 +60,11 @@ fn pages(shape: Shape, n_ids: u64, skip_every: Option<u64>) -> Vec<Vec<u64>> {
     while made < n_ids {
         let id = next;
         next += 1;
-        if shape == Shape::Density20 && rng.next_u64() % 5 != 0 {
+        if shape == Shape::Density20 && !rng.next_u64().is_multiple_of(5) {
             continue;
         }
         made += 1;
-        if skip_every.is_some_and(|k| made % k == 0) {
+        if skip_every.is_some_and(|k| made.is_multiple_of(k)) {
             continue;
         }
         page.push(id);

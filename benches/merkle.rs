@@ -44,7 +44,7 @@ fn with_density(one_in: u64, runs: bool) -> IdSet {
         let p = id >> scanledger::PARTITION_BITS;
         let mut b = RoaringBitmap::new();
         while left > 0 && id >> scanledger::PARTITION_BITS == p {
-            if one_in == 1 || rng.next_u64() % one_in == 0 {
+            if one_in == 1 || rng.next_u64().is_multiple_of(one_in) {
                 b.insert((id & (scanledger::PARTITION_WIDTH - 1)) as u32);
                 left -= 1;
             }

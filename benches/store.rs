@@ -85,7 +85,7 @@ impl PageGen {
             self.next_id += 1;
             let keep = match self.shape {
                 Shape::Dense => true,
-                Shape::Density20 => self.rng.next_u64() % 5 == 0,
+                Shape::Density20 => self.rng.next_u64().is_multiple_of(5),
             };
             if keep {
                 items.push(Item::int(id));

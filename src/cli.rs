@@ -1,79 +1,212 @@
-//! The command line (SPEC §8): clap types and one handler per command.
+//! The command line: clap types, the global options, and the dispatch to one handler per
+//! command (`cli/*.rs`).
 //!
-//! Handlers return the process exit code or a `crate::Error`; `main.rs` maps errors to exit
-//! 2 (input) or 1 (internal). Output goes to stdout (receipts, JSON), progress to stderr.
-//! Nothing printed here ever carries a raw cursor.
+//! Handlers return the process exit code or a `CliError` (`cli/error.rs`), which `main`
+//! prints once and maps to its exit code. Results go to stdout (text for people, JSON with
+//! `--json`), everything else (progress, notes, logs, errors) to stderr. Nothing printed here
+//! ever carries a raw cursor: runs hold only cursor hashes, and page tokens are our own.
+//! Exit codes live here, never in the library.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+// A `CliError` ends the command that returns it: it is built at most once per process, so
+// its size costs nothing, and a flat struct keeps its fields plain to read and to test.
+#![allow(clippy::result_large_err)]
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
-use scanledger::{
-    AnySource, Contract, Delta, Error, OpenError, Raise, Receipt, Reconciler, RunId, RunLog,
-    RunWriter, Store, StoreOptions,
-};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 
+use scanledger::{Receipt, RunId, Snapshot, Status, Store, StoreOptions};
+
+mod docs;
+mod error;
 mod evidence;
+mod lists;
+mod locate;
+mod output;
 mod report;
+mod runs;
+mod scan;
+mod show;
+
+pub(crate) use error::CliError;
+pub(crate) use output::Out;
+
+/// Help text after the options of `scanledger --help`.
+const AFTER_HELP: &str = "\
+Examples:
+  scanledger scan --contract contract.json --source replay:pages.jsonl
+  scanledger runs --status interrupted
+  scanledger resume latest --max-pages 5000
+  scanledger diff run-1 run-2 --all
+  scanledger --json receipt latest > receipt.json && scanledger verify receipt.json
+  scanledger export run-2 --label needs_migration --output ids.txt
+  scanledger explain duplicate_id
+
+Exit codes:
+  0  verified, or the command succeeded
+  1  internal error (an I/O failure of the store, a bug)
+  2  usage or input error (arguments, contract, source, store file)
+  3  unknown: coverage could not be established (the run stopped early)
+  4  failed: the enumeration is defective, or a receipt does not match its store
+  5  the store is busy (another process writes it); --wait SECONDS waits instead
+
+Environment: SCANLEDGER_STORE (default store path), NO_COLOR, RUST_LOG.
+Reference: docs/REFERENCE.md (contract keys, sources, statuses, violation kinds, receipt
+fields, exit codes); `scanledger explain KIND` prints a violation kind's entry.";
 
 /// scanledger: scan paginated sources durably and prove (or refuse to prove) completeness.
 #[derive(Debug, Parser)]
-#[command(name = "scanledger", version, about, long_about = None)]
+#[command(
+    name = "scanledger",
+    version,
+    about,
+    long_about = "scanledger: scan paginated sources durably and prove (or refuse to prove) \
+        completeness.\n\nEvery page of a scan is checked against a contract and committed to \
+        one store file; the run ends with a receipt whose status is verified, unknown or failed.",
+    after_help = AFTER_HELP,
+    propagate_version = true
+)]
 pub(crate) struct Cli {
     /// The store file.
-    #[arg(long, global = true, default_value = "./scanledger.redb")]
+    #[arg(
+        long,
+        global = true,
+        env = "SCANLEDGER_STORE",
+        default_value = "./scanledger.redb",
+        value_name = "PATH"
+    )]
     pub store: PathBuf,
-    /// Machine-readable JSON output.
+    /// Machine-readable output: pretty JSON on stdout, errors as a JSON object on stderr.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Like --json, with lists as JSON Lines: one compact JSON value per line.
+    #[arg(long, global = true, conflicts_with = "json")]
+    pub json_lines: bool,
+    /// Wait up to SECONDS for a store another process holds, instead of exiting 5.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub wait: Option<u64>,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    pub color: ColorWhen,
+    /// Print results and errors only: no progress bar, notes or logs.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Log more to stderr: -v retries, backoff and policy decisions; -vv every checkpoint
+    /// (RUST_LOG, e.g. RUST_LOG=scanledger=debug, overrides).
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// A RUN argument: `run-N`, `N`, or `latest` (the newest run of the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunArg {
+    /// A run by its ID.
+    Id(RunId),
+    /// The newest run.
+    Latest,
+}
+
+impl FromStr for RunArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunArg, String> {
+        if s == "latest" {
+            return Ok(RunArg::Latest);
+        }
+        s.parse::<RunId>()
+            .map(RunArg::Id)
+            .map_err(|_| format!("{s:?} is not a run (run-N, N or latest)"))
+    }
+}
+
+impl RunArg {
+    /// The run this argument names in the store `snap` reads.
+    pub(crate) fn resolve(self, snap: &Snapshot<'_>) -> Result<RunId, CliError> {
+        match self {
+            RunArg::Id(run) => Ok(run),
+            RunArg::Latest => snap.latest()?.ok_or_else(|| {
+                CliError::usage("`latest` names the newest run, and the store has no run yet")
+                    .with_kind("unknown_run")
+                    .with_hint("start one with `scanledger scan --contract FILE --source SPEC`")
+            }),
+        }
+    }
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run a scan under a contract and print its receipt.
+    /// Run a scan under a contract and print its receipt (exit 0, 3 or 4 by its status).
+    #[command(
+        after_help = "Examples:\n  scanledger scan --contract contract.json --source replay:pages.jsonl\n  \
+        scanledger scan --contract contract.json --source sim:records=100000,label_every=250\n\n\
+        Ctrl-C stops at the next page boundary: the run is committed, its partial receipt \
+        printed with the command that resumes it, and the exit code is 3."
+    )]
     Scan {
-        /// The contract file (JSON, SPEC §8).
-        #[arg(long)]
+        /// The contract file (JSON; docs/REFERENCE.md lists its keys).
+        #[arg(long, value_name = "FILE")]
         contract: PathBuf,
-        /// The source: replay:FILE, sim:KEY=VALUE,..., postgres:CONFIG.json or mysql:CONFIG.json
-        #[arg(long)]
+        /// The source: replay:FILE, sim:KEY=VALUE,..., http:CONFIG.json, postgres:CONFIG.json
+        /// or mysql:CONFIG.json (docs/REFERENCE.md §4).
+        #[arg(long, value_name = "SPEC")]
         source: String,
         #[command(flatten)]
         write: WriteOpts,
     },
-    /// Continue an interrupted or budget-stopped run from its stored cursor.
+    /// Continue an interrupted, budget-stopped or failed-page run from its stored cursor.
     Resume {
-        /// The run (run-N or N).
-        run: RunId,
+        /// The run (run-N, N or latest).
+        run: RunArg,
         /// The source to continue from; defaults to the one the run was started with.
-        #[arg(long)]
+        #[arg(long, value_name = "SPEC")]
         source: Option<String>,
         /// Raise the page budget.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         max_pages: Option<u32>,
         /// Raise the record budget.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         max_records: Option<u64>,
         /// Raise the byte budget.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         max_bytes: Option<u64>,
-        /// A new deadline for this session.
-        #[arg(long)]
+        /// A new deadline for this session of the run.
+        #[arg(long, value_name = "N")]
         deadline_seconds: Option<u64>,
         #[command(flatten)]
         write: WriteOpts,
     },
     /// List the runs of the store, newest first.
-    Runs,
-    /// Print a run's receipt.
+    Runs {
+        /// Only runs with this status or state.
+        #[arg(long, value_enum)]
+        status: Option<runs::StatusFilter>,
+        /// Only runs of this source (the contract's `source`).
+        #[arg(long, value_name = "NAME")]
+        source: Option<String>,
+        /// At most N runs.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Print a run's receipt (exit 0, 3 or 4 by its status).
     Receipt {
-        /// The run (run-N or N).
-        run: RunId,
+        /// The run (run-N, N or latest).
+        run: RunArg,
     },
     /// Recompute a receipt from the store: exit 0 when every field matches, 4 when one does
     /// not (the first mismatch is named), 2 when the file is not a receipt.
@@ -83,52 +216,64 @@ pub(crate) enum Command {
     },
     /// Compare the IDs of two runs of one (source, tenant): added, removed, where.
     Diff {
-        /// The old run (run-N or N).
-        old: RunId,
-        /// The new run (run-N or N).
-        new: RunId,
+        /// The old run (run-N, N or latest).
+        old: RunArg,
+        /// The new run (run-N, N or latest).
+        new: RunArg,
+        #[command(flatten)]
+        list: lists::ListOpts,
     },
     /// List the IDs a reference has and a run lacks, as ranges with a total.
+    #[command(
+        after_help = "Examples:\n  scanledger missing run-2 --against run-1\n  \
+        scanledger missing run-2 --range customer-1..customer-5000 --all"
+    )]
     Missing {
-        /// The run (run-N or N).
-        run: RunId,
+        /// The run (run-N, N or latest).
+        run: RunArg,
         /// The reference: another run of the same (source, tenant).
-        #[arg(long, required_unless_present = "range", conflicts_with = "range")]
-        against: Option<RunId>,
+        #[arg(long, value_name = "RUN", conflicts_with = "range")]
+        against: Option<RunArg>,
         /// The reference: every ID from LO to HI inclusive, in their original form.
         #[arg(long, value_name = "LO..HI")]
         range: Option<String>,
+        #[command(flatten)]
+        list: lists::ListOpts,
     },
-    /// Write a run's IDs in their original form, one per line in codec order, or as a
-    /// portable 64-bit roaring bitmap. Exits with the run's status (0, 3, 4) so that a
-    /// partial run's export is never taken for a complete inventory.
+    /// Write a run's IDs (or a label's) in their original form, one per line in codec order,
+    /// or as a portable 64-bit roaring bitmap. Exits with the run's status (0, 3, 4) so that
+    /// a partial run's export is never taken for a complete inventory.
     Export {
-        /// The run (run-N or N).
-        run: RunId,
-        /// `text` (one ID per line) or `roaring` (the portable RoaringTreemap format).
+        /// The run (run-N, N or latest).
+        run: RunArg,
+        /// `text` (one ID per line), `jsonl` (one JSON value per line) or `roaring`.
         #[arg(long, value_enum, default_value_t = evidence::ExportFormat::Text)]
         format: evidence::ExportFormat,
+        /// Only the IDs carrying this label.
+        #[arg(long, value_name = "NAME")]
+        label: Option<String>,
         /// Write to this file instead of stdout.
-        #[arg(long)]
+        #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
     /// Write a run's review packet: one self-contained HTML file (verdict, receipt, coverage
     /// map, violations by page, labels; with --against, what differs from a reference run).
     /// Exits with the run's status (0, 3, 4) after writing the file.
     Report {
-        /// The run (run-N or N).
-        run: RunId,
+        /// The run (run-N, N or latest).
+        run: RunArg,
         /// A reference run of the same (source, tenant) to compare with.
-        #[arg(long)]
-        against: Option<RunId>,
+        #[arg(long, value_name = "RUN")]
+        against: Option<RunArg>,
         /// The HTML file to write [default: report-run-N.html in the current directory].
-        #[arg(short = 'o', long)]
+        #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
     /// Serve a recorded run's IDs in order, a page at a time, with bound page tokens (JSON).
+    /// Exits with the run's status (0, 3, 4): a page of a partial run is no inventory's.
     Page {
-        /// The run (run-N or N).
-        run: RunId,
+        /// The run (run-N, N or latest).
+        run: RunArg,
         /// The `next_token` of the previous page; none for the first page.
         #[arg(long)]
         token: Option<String>,
@@ -139,13 +284,36 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = scanledger::token::TOKEN_TTL_SECONDS_DEFAULT)]
         ttl_seconds: u64,
     },
+    /// Delete a run and everything recorded for it (its IDs, labels, page log, cursor).
+    Delete {
+        /// The run (run-N, N or latest).
+        run: RunArg,
+    },
+    /// Give the space that deleted runs and old versions held back to the file system.
+    /// Needs the store to itself.
+    Compact,
+    /// Print the reference entry of a violation kind: the rule, the status, what to do.
+    Explain {
+        /// The kind, as receipts name it (e.g. duplicate_id); none lists every kind.
+        kind: Option<String>,
+    },
+    /// Print a completion script for a shell (e.g. `scanledger completions bash >
+    /// /etc/bash_completion.d/scanledger`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `scanledger man > docs/scanledger.1`.
+    Man,
 }
 
 /// Options of the commands that write.
 #[derive(Debug, clap::Args)]
 pub(crate) struct WriteOpts {
-    /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every page.
-    #[arg(long, default_value_t = 1)]
+    /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every
+    /// page. A crash re-fetches at most the N - 1 pages since the last commit.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub checkpoint_every: u32,
     /// Do not keep the raw cursor that resume needs.
     #[arg(long)]
@@ -154,9 +322,12 @@ pub(crate) struct WriteOpts {
     /// two, but other processes cannot read the store until the scan ends.
     #[arg(long)]
     pub exclusive: bool,
-    /// Print a progress line to stderr every few seconds.
-    #[arg(long)]
+    /// Print a progress line to stderr every few seconds, even off a terminal.
+    #[arg(long, conflicts_with = "no_progress")]
     pub progress: bool,
+    /// No progress bar, even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
     /// Print `ack run-N page P` to stderr after every committed checkpoint (crash tests).
     #[arg(long, hide = true)]
     pub ack_pages: bool,
@@ -171,40 +342,30 @@ impl WriteOpts {
     }
 }
 
+/// Parses the command line, runs it, prints any error; returns the exit code.
+pub(crate) fn main() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return error::clap_exit(&e, &args),
+    };
+    output::set_color(cli.color);
+    output::init_logs(cli.quiet, cli.verbose);
+    let out = Out::new(&cli);
+    match run(cli, &out) {
+        Ok(code) => code,
+        Err(e) => e.print(&out),
+    }
+}
+
 /// Runs a parsed command line; returns the exit code.
-///
-/// # Errors
-/// Input, source and store errors.
-pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
+fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
     match cli.command {
         Command::Scan {
             contract,
             source,
             write,
-        } => {
-            let contract = read_contract(&contract)?;
-            let source_spec = recordable(&source);
-            let mut source = AnySource::open_for(&source, &contract)?;
-            let mut store = Store::open(&cli.store, write.store_options())?;
-            store.record_source(&source_spec);
-            let started = scanledger::now_ms();
-            let mut rec = Reconciler::new(&contract);
-            let (writer, interner) = store.begin(&contract, started)?;
-            if let Some(interner) = interner {
-                rec.set_interner(interner);
-            }
-            let log = ProgressLog::new(writer, write.progress, write.ack_pages);
-            let done = runtime()?.block_on(scanledger::scan_with(
-                &contract,
-                rec,
-                log,
-                started,
-                &mut source,
-            ))?;
-            let receipt = done.receipt();
-            print_receipt(&receipt, cli.json)?;
-            Ok(receipt_exit(&receipt))
-        }
+        } => scan::scan(out, &contract, &source, &write),
         Command::Resume {
             run,
             source,
@@ -214,246 +375,63 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Error> {
             deadline_seconds,
             write,
         } => {
-            if deadline_seconds.is_some_and(|s| s > scanledger::DEADLINE_SECONDS_MAX) {
-                return Err(Error::Usage(format!(
-                    "--deadline-seconds: at most {} seconds",
-                    scanledger::DEADLINE_SECONDS_MAX
-                )));
-            }
-            let mut store = Store::open(&cli.store, write.store_options())?;
-            let raise = Raise {
+            let raise = scanledger::Raise {
                 max_pages,
                 max_records,
                 max_bytes,
                 deadline_seconds,
             };
-            let header = store.read()?.header(run)?;
-            let spec = match source.or(header.source_spec.clone()) {
-                Some(spec) => spec,
-                None => {
-                    return Err(Error::Usage(format!(
-                        "{run} has no recorded source: pass --source"
-                    )))
-                }
-            };
-            let mut source = AnySource::open_for(&spec, &header.contract)?;
-            store.record_source(&recordable(&spec));
-            let (writer, loaded) = store.resume(run, &raise)?;
-            let log = ProgressLog::new(writer, write.progress, write.ack_pages);
-            let done = runtime()?.block_on(scanledger::resume_with(
-                loaded,
-                log,
-                deadline_seconds,
-                &mut source,
-            ))?;
-            let receipt = done.receipt();
-            print_receipt(&receipt, cli.json)?;
-            Ok(receipt_exit(&receipt))
+            scan::resume(out, run, source, &raise, &write)
         }
-        Command::Runs => {
-            let store = Store::open_read(&cli.store)?;
-            let runs = store.read()?.runs()?;
-            if cli.json {
-                let rows: Vec<serde_json::Value> = runs
-                    .iter()
-                    .map(|r| {
-                        serde_json::json!({
-                            "run_id": r.run_id.to_string(),
-                            "source": r.source,
-                            "tenant": r.tenant,
-                            "state": r.state.as_str(),
-                            "coverage_status": r.coverage_status,
-                            "pages_observed": r.pages_observed,
-                            "unique_ids_observed": r.unique_ids_observed,
-                            "started_at": r.started_at,
-                            "finished_at": r.finished_at,
-                        })
-                    })
-                    .collect();
-                emit(&serde_json::json!({ "runs": rows }).to_string())?;
-            } else {
-                let mut out = String::from("RUN          STATE        STATUS    PAGES    UNIQUE IDS  SOURCE/TENANT          STARTED\n");
-                for r in &runs {
-                    out.push_str(&format!(
-                        "{:<12} {:<12} {:<9} {:>5} {:>13}  {:<22} {}\n",
-                        r.run_id.to_string(),
-                        r.state.as_str(),
-                        r.coverage_status.as_str(),
-                        r.pages_observed,
-                        r.unique_ids_observed,
-                        format!("{}/{}", r.source, r.tenant.as_deref().unwrap_or("-")),
-                        r.started_at
-                    ));
-                }
-                emit(out.trim_end())?;
-            }
-            Ok(0)
-        }
-        Command::Receipt { run } => {
-            let store = Store::open_read(&cli.store)?;
-            let receipt = store.read()?.receipt(run)?;
-            print_receipt(&receipt, cli.json)?;
-            Ok(receipt_exit(&receipt))
-        }
-        Command::Verify { receipt_file } => evidence::verify(&cli.store, &receipt_file, cli.json),
-        Command::Diff { old, new } => evidence::diff(&cli.store, old, new, cli.json),
+        Command::Runs {
+            status,
+            source,
+            limit,
+        } => runs::runs(out, status, source.as_deref(), limit),
+        Command::Receipt { run } => runs::receipt(out, run),
+        Command::Delete { run } => runs::delete(out, run),
+        Command::Compact => runs::compact(out),
+        Command::Verify { receipt_file } => evidence::verify(out, &receipt_file),
+        Command::Diff { old, new, list } => lists::diff(out, old, new, &list),
         Command::Missing {
             run,
             against,
             range,
-        } => evidence::missing(&cli.store, run, against, range.as_deref(), cli.json),
+            list,
+        } => lists::missing(out, run, against, range.as_deref(), &list),
         Command::Export {
             run,
             format,
+            label,
             output,
-        } => evidence::export(&cli.store, run, format, output.as_deref()),
+        } => evidence::export(out, run, format, label.as_deref(), output.as_deref()),
         Command::Report {
             run,
             against,
             output,
-        } => report::report(&cli.store, run, against, output.as_deref(), cli.json),
+        } => report::report(out, run, against, output.as_deref()),
         Command::Page {
             run,
             token,
             size,
             ttl_seconds,
-        } => evidence::page(&cli.store, run, token.as_deref(), size, ttl_seconds),
-    }
-}
-
-/// The `--source` argument as a run records it: a replay or config file's path made
-/// absolute, so a resume from another directory finds the same file.
-fn recordable(spec: &str) -> String {
-    // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
-    for kind in ["replay:", "postgres:", "mysql:", "http:"] {
-        if let Some(path) = spec.strip_prefix(kind) {
-            return std::fs::canonicalize(path)
-                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
+        } => evidence::page(out, run, token.as_deref(), size, ttl_seconds),
+        Command::Explain { kind } => docs::explain(out, kind.as_deref()),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "scanledger", &mut std::io::stdout());
+            Ok(0)
         }
-    }
-    spec.to_owned()
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    // IO too: network sources (postgres, mysql) need the reactor.
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Io {
-            path: PathBuf::from("<tokio runtime>"),
-            source: e,
-        })
-}
-
-/// Reads and validates a contract file.
-///
-/// # Errors
-/// `Error::File` when unreadable or larger than `CONTRACT_BYTES_MAX` (bounded while read, so a
-/// FIFO works and `/dev/zero` is refused), `Error::Contract` naming the key.
-pub(crate) fn read_contract(path: &Path) -> Result<Contract, Error> {
-    let text = scanledger::read_bounded(path, scanledger::CONTRACT_BYTES_MAX as u64)?;
-    Contract::from_json(&text).map_err(|e| Error::Contract {
-        path: path.to_owned(),
-        source: e,
-    })
-}
-
-fn print_receipt(r: &Receipt, json: bool) -> Result<(), Error> {
-    if json {
-        let text = serde_json::to_string_pretty(r).map_err(|e| Error::Usage(e.to_string()))?;
-        emit(&text)
-    } else {
-        emit(r.to_text().trim_end())
-    }
-}
-
-/// Writes a line to stdout; a closed pipe is not an error worth a panic.
-fn emit(text: &str) -> Result<(), Error> {
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}") {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
-            path: PathBuf::from("<stdout>"),
-            source: e,
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// The run's writer, printing a progress line every few seconds and, for the crash tests,
-/// `ack run-N page P` after every committed checkpoint.
-struct ProgressLog<'s> {
-    writer: RunWriter<'s>,
-    enabled: bool,
-    ack: bool,
-    last: std::time::Instant,
-}
-
-impl<'s> ProgressLog<'s> {
-    fn new(writer: RunWriter<'s>, enabled: bool, ack: bool) -> ProgressLog<'s> {
-        if enabled {
-            eprintln!("{}: started", writer.run());
-        }
-        ProgressLog {
-            writer,
-            enabled,
-            ack,
-            last: std::time::Instant::now(),
-        }
-    }
-}
-
-impl RunLog for ProgressLog<'_> {
-    fn run(&self) -> RunId {
-        self.writer.run()
-    }
-    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
-        let page = delta.page.as_ref().map(|p| p.page_idx);
-        self.writer.checkpoint(rec, delta)?;
-        if self.ack && self.writer.pending_pages() == 0 {
-            if let Some(p) = page {
-                eprintln!("ack {} page {p}", self.writer.run());
-            }
-        }
-        if self.enabled && self.last.elapsed().as_secs() >= 2 {
-            self.last = std::time::Instant::now();
-            let p = rec.progress();
-            eprintln!(
-                "{}: {} pages, {} records, {} unique IDs",
-                self.writer.run(),
-                p.pages_observed,
-                p.records_observed,
-                rec.ids().len()
-            );
-        }
-        Ok(())
-    }
-    fn set_server_count(&mut self, n: u64) {
-        self.writer.set_server_count(n);
-    }
-    fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
-        Ok(self.writer.finish(rec, at)?)
-    }
-    fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
-        let old = self.writer.run();
-        let writer = self.writer.restart(rec, contract, at)?;
-        if self.enabled {
-            eprintln!("{old}: superseded by {} (restart)", writer.run());
-        }
-        Ok(ProgressLog {
-            writer,
-            enabled: self.enabled,
-            ack: self.ack,
-            last: self.last,
-        })
+        Command::Man => docs::man(),
     }
 }
 
 /// The exit code of a status: 0 verified, 3 unknown, 4 failed.
-pub(crate) fn status_exit(s: scanledger::Status) -> i32 {
+pub(crate) fn status_exit(s: Status) -> i32 {
     match s {
-        scanledger::Status::Verified => 0,
-        scanledger::Status::Unknown => 3,
-        scanledger::Status::Failed => 4,
+        Status::Verified => 0,
+        Status::Unknown => 3,
+        Status::Failed => 4,
     }
 }
 
@@ -461,20 +439,39 @@ pub(crate) fn status_exit(s: scanledger::Status) -> i32 {
 /// run that got its total (the question it asked) and found nothing wrong is answered (0),
 /// whatever its ID coverage.
 pub(crate) fn receipt_exit(r: &Receipt) -> i32 {
-    if r.count_total.is_some() && r.coverage_status != scanledger::Status::Failed {
+    if r.count_total.is_some() && r.coverage_status != Status::Failed {
         return 0;
     }
     status_exit(r.coverage_status)
 }
 
-/// Maps an error to its exit code: 5 for a busy store, 2 for input, 1 for internal failures.
-#[must_use]
-pub(crate) fn exit_code_of(e: &Error) -> i32 {
-    if matches!(e, Error::Open(OpenError::Busy { .. })) {
-        5
-    } else if e.is_input_error() {
-        2
-    } else {
-        1
+/// How long `--wait` lets an open wait for a busy store.
+fn wait_of(seconds: Option<u64>) -> Option<Duration> {
+    seconds.map(Duration::from_secs)
+}
+
+/// Opens the store for reading, waiting when `--wait` says so.
+pub(crate) fn open_read(out: &Out) -> Result<Store, CliError> {
+    Ok(match out.wait {
+        Some(w) => Store::open_read_waiting(&out.store, w)?,
+        None => Store::open_read(&out.store)?,
+    })
+}
+
+/// Opens the store for writing, waiting when `--wait` says so.
+pub(crate) fn open_write(out: &Out, options: StoreOptions) -> Result<Store, CliError> {
+    Ok(match out.wait {
+        Some(w) => Store::open_waiting(&out.store, options, w)?,
+        None => Store::open(&out.store, options)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -1,4 +1,4 @@
-//! ID codecs: how an ID in its original form maps to a u64 and back (SPEC §1).
+//! ID codecs: how an ID in its original form maps to a u64 and back (docs/REFERENCE.md §3, docs/FORMAT.md §5).
 //!
 //! `int` takes non-negative JSON integers as they are. `prefixed` takes a fixed prefix and
 //! decimal digits without leading zeros, ordered by number. `string` interns any UTF-8 string

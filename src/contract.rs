@@ -94,7 +94,7 @@ pub enum IdCodecKind {
     String,
 }
 
-/// The stopping rule (SPEC §4).
+/// The stopping rule (docs/REFERENCE.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -261,7 +261,7 @@ impl Contract {
         }
     }
 
-    /// Parses and validates a contract from its JSON text (SPEC §8).
+    /// Parses and validates a contract from its JSON text (the keys: docs/REFERENCE.md §3).
     ///
     /// ```
     /// let c = scanledger::Contract::from_json(r#"{"source": "s", "id_codec": "prefixed"}"#).unwrap();
@@ -383,7 +383,7 @@ impl Contract {
         Ok(c)
     }
 
-    /// The contract as the JSON of SPEC §8; `from_value(to_value(c)) == c`.
+    /// The contract as the JSON of a contract file; `from_value(to_value(c)) == c`.
     #[must_use]
     pub fn to_value(&self) -> Value {
         let mut m = Map::new();
@@ -458,10 +458,52 @@ fn reject_unknown(
         if !known.contains(&k.as_str()) {
             return Err(ContractError::UnknownKey {
                 key: format!("{parent}{k}"),
+                did_you_mean: closest(k, known).map(|c| format!("{parent}{c}")),
             });
         }
     }
     Ok(())
+}
+
+/// The known word closest in spelling to `word`, when it is close enough to be a typo: at
+/// most one edit in three characters (and at least one), by Levenshtein distance.
+///
+/// ```text
+/// closest("page_sise", CONTRACT_KEYS) == Some("page_size")
+/// closest("colour", CONTRACT_KEYS) == None
+/// ```
+pub(crate) fn closest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    // Words longer than any key cannot be a typo of one; the bound also caps the work.
+    if word.chars().count() > 64 {
+        return None;
+    }
+    let budget = (word.chars().count() / 3).max(1);
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .filter(|(d, _)| *d <= budget)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over chars, one row at a time.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 fn opt_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, ContractError> {
@@ -622,6 +664,7 @@ pub struct Page {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
 
     #[test]
@@ -659,5 +702,27 @@ mod tests {
             "{e:?}"
         );
         assert!(Contract::from_json(r#"{"source": "s", "query": {"id": {"gt": -5}}}"#).is_ok());
+    }
+
+    #[test]
+    fn unknown_keys_suggest_the_key_meant() {
+        let check = |text: &str, want: Option<&str>| match Contract::from_json(text) {
+            Err(ContractError::UnknownKey { did_you_mean, .. }) => {
+                assert_eq!(did_you_mean.as_deref(), want, "{text}");
+            }
+            other => panic!("{text}: {other:?}"),
+        };
+        check(r#"{"source": "s", "page_sise": 5}"#, Some("page_size"));
+        check(r#"{"source": "s", "pagesize": 5}"#, Some("page_size"));
+        check(
+            r#"{"source": "s", "limits": {"max_page": 5}}"#,
+            Some("limits.max_pages"),
+        );
+        check(r#"{"source": "s", "colour": "red"}"#, None);
+        let e = Contract::from_json(r#"{"source": "s", "tenat": "a"}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"unknown key "tenat"; did you mean "tenant"?"#
+        );
     }
 }

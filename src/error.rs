@@ -26,10 +26,12 @@ pub enum ContractError {
     #[error("a contract must be a JSON object")]
     NotAnObject,
     /// A key the contract format does not have.
-    #[error("unknown key {key:?}")]
+    #[error("unknown key {key:?}{}", did_you_mean.as_ref().map(|k| format!("; did you mean {k:?}?")).unwrap_or_default())]
     UnknownKey {
         /// The key, dotted for nested ones.
         key: String,
+        /// The known key closest in spelling, when one is close (dotted for nested ones).
+        did_you_mean: Option<String>,
     },
     /// A required key is absent.
     #[error("missing required key {key:?}")]
@@ -116,16 +118,17 @@ pub enum FileError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SourceError {
-    /// The `--source` argument is not `replay:FILE`, `sim:...` or another known kind.
+    /// The `--source` argument is not one of the known kinds.
     #[error(
-        "unknown source {spec:?}: expected replay:FILE, sim:KEY=VALUE,... or mysql:CONFIG.json"
+        "unknown source {spec:?}: expected replay:FILE, sim:KEY=VALUE,..., postgres:CONFIG.json, \
+         mysql:CONFIG.json or http:CONFIG.json"
     )]
     UnknownKind {
         /// The argument as given.
         spec: String,
     },
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -136,25 +139,15 @@ pub enum SourceError {
     /// A replay file that cannot be read within its bounds.
     #[error(transparent)]
     File(#[from] FileError),
-    /// A line of a replay file is not JSON or not a replay line, at a known column.
-    #[error("{path}:{line}:{column}: {problem}")]
-    ReplayJson {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based byte column in the line.
-        column: usize,
-        /// What is wrong, naming the field.
-        problem: String,
-    },
     /// A line of a replay file is malformed.
-    #[error("{path}:{line}: {problem}")]
+    #[error("{}: {problem}", position(path, *line, *column))]
     Replay {
         /// The file.
         path: PathBuf,
-        /// 1-based line.
+        /// 1-based line (0 for the file as a whole).
         line: usize,
+        /// 1-based column, when the problem has one (malformed JSON).
+        column: Option<usize>,
         /// What is wrong, naming the field.
         problem: String,
     },
@@ -192,6 +185,15 @@ pub enum SourceError {
     },
 }
 
+/// `FILE`, `FILE:LINE` or `FILE:LINE:COLUMN`, as compilers name a place in a file.
+fn position(path: &std::path::Path, line: usize, column: Option<usize>) -> String {
+    match (line, column) {
+        (0, _) => path.display().to_string(),
+        (l, None) => format!("{}:{l}", path.display()),
+        (l, Some(c)) => format!("{}:{l}:{c}", path.display()),
+    }
+}
+
 /// Every error of the crate.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -220,14 +222,11 @@ pub enum Error {
     /// Two runs that cannot be diffed.
     #[error(transparent)]
     Diff(#[from] crate::evidence::DiffError),
-    /// A command line or input file that cannot be used.
-    #[error("{0}")]
-    Usage(String),
     /// An input file that could not be read within its bound.
     #[error(transparent)]
     File(#[from] FileError),
-    /// A file that could not be read or written.
-    #[error("{path}: {source}")]
+    /// A file that could not be read or written (the cause says how).
+    #[error("{path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -237,16 +236,27 @@ pub enum Error {
     },
 }
 
+impl FileError {
+    /// The file at fault.
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            FileError::TooLarge { path, .. }
+            | FileError::Directory { path }
+            | FileError::NotRegular { path, .. }
+            | FileError::NotUtf8 { path }
+            | FileError::Changed { path, .. }
+            | FileError::Io { path, .. } => path,
+        }
+    }
+}
+
 impl Error {
     /// Whether the error comes from bad input (exit 2) rather than an internal failure (exit 1).
     #[must_use]
     pub fn is_input_error(&self) -> bool {
         match self {
-            Error::Contract { .. }
-            | Error::Source(_)
-            | Error::Usage(_)
-            | Error::File(_)
-            | Error::Io { .. } => true,
+            Error::Contract { .. } | Error::Source(_) | Error::File(_) | Error::Io { .. } => true,
             Error::Diff(e) => !matches!(
                 e,
                 crate::evidence::DiffError::Read(crate::store::ReadError::Io { .. })

@@ -17,7 +17,10 @@
 //! assert_eq!(inventory.ids().count(), 1_000);
 //! ```
 //!
-//! The durable path: a scan recorded in a store, its receipt read back and verified.
+//! The durable path: a scan recorded in a store, its receipt read back and verified (the
+//! `examples/` folder runs both paths whole: `cargo run --example collect`, `--example durable`;
+//! the command line and its dependencies are the default feature `cli`, which a library user
+//! can turn off with `default-features = false`).
 //!
 //! ```
 //! use scanledger::{scan, verify_receipt, Contract, SimConfig, SimSource, Store, StoreOptions};

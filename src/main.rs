@@ -1,12 +1,14 @@
-//! The `scanledger` binary: parse arguments, run the command, map the result to an exit code
-//! (0 verified or success, 3 unknown, 4 failed, 2 usage or input error, 1 internal error).
-
-use clap::Parser;
+//! The `scanledger` binary: parses the command line, runs the command, prints an error once
+//! (as a JSON object on stderr with `--json`), and exits with the code of
+//! docs/REFERENCE.md: 0 verified or success, 1 internal error, 2 usage or input error,
+//! 3 unknown, 4 failed, 5 store busy.
+//!
+//! It uses only the library's public API; everything it prints is its own (`cli`).
 
 mod cli;
 
 fn main() {
-    // Panics that the store catches and reports as a corrupt file stay quiet; any other panic
+    // Panics that the store catches and reports as a damaged file stay quiet; any other panic
     // is a bug and prints as usual.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -14,26 +16,5 @@ fn main() {
             default_hook(info);
         }
     }));
-    let cli = match cli::Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            std::process::exit(code);
-        }
-    };
-    let code = match cli::run(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            let mut msg = format!("error: {e}");
-            let mut cause = std::error::Error::source(&e);
-            while let Some(c) = cause {
-                msg.push_str(&format!(": {c}"));
-                cause = c.source();
-            }
-            eprintln!("{msg}");
-            cli::exit_code_of(&e)
-        }
-    };
-    std::process::exit(code);
+    std::process::exit(cli::main());
 }

@@ -1,4 +1,4 @@
-//! Page tokens (SPEC §7): the continuation tokens `page` hands out over a recorded run.
+//! Page tokens (docs/FORMAT.md §9): the continuation tokens `page` hands out over a recorded run.
 //!
 //! A token is opaque to its holder and bound by HMAC-SHA256, under a key kept in the store,
 //! to the run, its tenant, its query digest, the position to continue from, the run's

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::emit;
-use scanledger::{Error, RunId, Store};
+use super::{open_read, status_exit, CliError, Out, RunArg};
+use scanledger::RunId;
 
 /// The file written when `-o` is absent: `report-run-N.html` in the current directory.
 fn default_output(run: RunId) -> PathBuf {
@@ -17,23 +17,24 @@ fn default_output(run: RunId) -> PathBuf {
 
 /// `report RUN [--against OTHER] [-o FILE]`.
 pub(crate) fn report(
-    store_path: &Path,
-    run: RunId,
-    against: Option<RunId>,
+    out: &Out,
+    run: RunArg,
+    against: Option<RunArg>,
     output: Option<&Path>,
-    json: bool,
-) -> Result<i32, Error> {
-    let store = Store::open_read(store_path)?;
-    let input = scanledger::gather_report(&store.read()?, run, against)?;
+) -> Result<i32, CliError> {
+    let store = open_read(out)?;
+    let snap = store.read()?;
+    let run = run.resolve(&snap)?;
+    let against = against.map(|a| a.resolve(&snap)).transpose()?;
+    let input = scanledger::gather_report(&snap, run, against)?;
+    drop(snap);
     let html = scanledger::render_report(&input);
     let path = output.map_or_else(|| default_output(run), Path::to_path_buf);
-    std::fs::write(&path, html.as_bytes()).map_err(|e| Error::Io {
-        path: path.clone(),
-        source: e,
-    })?;
+    super::lists::refuse_store_as_output(&out.store, &path)?;
+    std::fs::write(&path, html.as_bytes()).map_err(|e| CliError::io("write", &path, &e))?;
     let shown = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let status = input.receipt.coverage_status;
-    if json {
+    if out.json {
         let v = serde_json::json!({
             "run_id": run.to_string(),
             "against": against.map(|a| a.to_string()),
@@ -41,15 +42,15 @@ pub(crate) fn report(
             "report": shown.display().to_string(),
             "bytes": html.len(),
         });
-        emit(&v.to_string())?;
+        out.json_value(&v)?;
     } else {
         let vs = against.map_or_else(String::new, |a| format!(" against {a}"));
-        emit(&format!(
+        out.emit(&format!(
             "{run} ({}){vs}: report written to {}\n  open file://{}",
             status.as_str(),
             path.display(),
             shown.display()
         ))?;
     }
-    Ok(super::status_exit(status))
+    Ok(status_exit(status))
 }

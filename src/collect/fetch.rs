@@ -78,10 +78,26 @@ pub(super) async fn with_retries<S: PageSource>(
             if let Some(d) = deadline {
                 let left = d.saturating_duration_since(Instant::now());
                 if backoff >= left {
+                    tracing::info!(
+                        "{}: attempt {} of {attempts} failed; the deadline comes before the next",
+                        req.request.describe(),
+                        attempt + 1
+                    );
                     tokio::time::sleep(left).await;
                     return Ok(Fetched::Deadline);
                 }
             }
+            // The request is described by its cursor's fingerprint, never the cursor.
+            tracing::info!(
+                "{}: attempt {} of {attempts} failed ({}); retrying in {} ms",
+                req.request.describe(),
+                attempt + 1,
+                match last {
+                    FetchFailure::ServerError => "server error",
+                    _ => "timeout",
+                },
+                backoff.as_millis()
+            );
             tokio::time::sleep(backoff).await;
         }
     }

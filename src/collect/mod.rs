@@ -302,6 +302,7 @@ async fn drive<S: PageSource, L: RunLog>(
                 }
                 log.checkpoint(&rec, seen.delta)?;
                 if seen.step == Step::Restart {
+                    tracing::info!("the snapshot changed; on_snapshot_change is restart: a new run under the new snapshot");
                     match restart(&mut contract, &mut meta, &mut rec, log)? {
                         (true, next) => {
                             log = next;
@@ -327,7 +328,12 @@ async fn drive<S: PageSource, L: RunLog>(
                 log.checkpoint(&rec, Delta::default())?;
             }
             fetch::Fetched::Expired => match contract.on_expired_cursor {
+                // Each arm logs the policy's decision (the request by its fingerprint).
                 ExpiredPolicy::Block => {
+                    tracing::info!(
+                        "{} expired; on_expired_cursor is block: the run stops",
+                        request.describe()
+                    );
                     rec.fetch_failed(
                         FetchFailure::ExpiredCursor,
                         format!("{} expired; the policy is block", request.describe()),
@@ -335,6 +341,10 @@ async fn drive<S: PageSource, L: RunLog>(
                     log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::HighWater => {
+                    tracing::info!(
+                        "{} expired; on_expired_cursor is high_water: continuing after the last key",
+                        request.describe()
+                    );
                     high_water_turns += 1;
                     let switched = if high_water_turns <= RESTARTS_MAX {
                         rec.continue_after_high_water()
@@ -353,6 +363,10 @@ async fn drive<S: PageSource, L: RunLog>(
                     log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::Restart => {
+                    tracing::info!(
+                        "{} expired; on_expired_cursor is restart: a new run under a fresh snapshot",
+                        request.describe()
+                    );
                     rec.fetch_failed(
                         FetchFailure::ExpiredCursor,
                         format!(

@@ -1,4 +1,4 @@
-//! Diff (SPEC §6): from two runs' Merkle leaves and partitions to what was added and removed.
+//! Diff: from two runs' Merkle leaves and partitions to what was added and removed.
 //!
 //! Pure: no IO, no clock. The store supplies the data; this module decides what little of it
 //! is needed. Equal leaves mean equal partitions (a leaf hashes the partition's index, count

@@ -1,4 +1,4 @@
-//! Verify (SPEC §3): recompute a receipt from a run's stored evidence and compare.
+//! Verify (docs/REFERENCE.md §7): recompute a receipt from a run's stored evidence and compare.
 //!
 //! Pure: the caller loads the run (contract, record, ID and label bitmaps, page log, stored
 //! root and leaves) and hands it over as `Evidence`; nothing here reads a file or a clock.

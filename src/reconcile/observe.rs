@@ -263,7 +263,12 @@ impl Reconciler {
             at_ms: 0,
         });
         if !dups.is_empty() {
-            let detail = self.describe_ids("duplicate IDs", &dups);
+            let what = if dups.len() == 1 {
+                "duplicate ID"
+            } else {
+                "duplicate IDs"
+            };
+            let detail = self.describe_ids(what, &dups);
             self.record(ViolationKind::DuplicateId, page_idx, detail);
         }
         self.scratch_dups = dups;

@@ -107,7 +107,13 @@ impl Liveness {
         if run >= LIVENESS_RUNS_MAX {
             return None;
         }
-        let file = File::open(path).ok()?;
+        // A write lock needs a descriptor open for writing (fcntl refuses it on a read-only
+        // one with EBADF, and the run would read as interrupted while it runs).
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .ok()?;
         let file = FileBackend::new(file).ok()?;
         let byte = LIVENESS_BASE + run;
         match file.try_lock_range(Bound::Included(byte), Bound::Excluded(byte + 1)) {

@@ -227,9 +227,9 @@ fn a_long_generator_prefix_is_refused_not_copied_into_every_id() -> TestResult {
     let (code, out, err) = scan_memory_bounded(tmp.path(), &contract, &pages);
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        err.contains(
-            "pages.jsonl:1:157062: items.prefix: 157000 bytes, longer than the bound of 128"
-        ),
+        err.contains("\"message\": \"items.prefix: 157000 bytes, longer than the bound of 128\"")
+            && err.contains("\"line\": 1,")
+            && err.contains("\"column\": 157062,"),
         "{err}"
     );
     Ok(())

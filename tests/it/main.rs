@@ -1,11 +1,15 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
+mod cli_errors;
+mod cli_surface;
+mod cli_terminal;
 mod compat;
 mod crash;
 mod evidence;
 #[cfg(feature = "http")]
 mod http;
 mod inputs;
+mod library;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

@@ -494,6 +494,11 @@ fn errors_name_the_table_and_the_key() {
     let input_error = |name: &str, table: &str, key: &str, extra: Value, want: &[&str]| {
         let (code, _, err) = env.scan(&contract, &env.source(name, table, key, extra));
         assert_eq!(code, 2, "{name}: {err}");
+        // With --json the error is a JSON object on stderr: its message is what people read.
+        let err = serde_json::from_str::<Value>(&err)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or(err);
         for w in want {
             assert!(err.contains(w), "{name}: {err:?} lacks {w:?}");
         }

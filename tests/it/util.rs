@@ -31,12 +31,6 @@ pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// The shared examples folder (../shared/examples), if present.
-pub(crate) fn shared_examples() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples");
-    p.is_dir().then_some(p)
-}
-
 /// A store in a temporary directory and the commands run against it.
 pub(crate) struct Env {
     pub(crate) dir: tempfile::TempDir,

@@ -216,7 +216,7 @@ fn odd_date_text(kind: Kind, v: &Value) -> Option<String> {
 }
 
 fn civil_ok(y: u16, m: u8, d: u8) -> bool {
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let days = match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

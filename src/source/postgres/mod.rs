@@ -49,7 +49,7 @@ type TlsStream =
     >>::Stream;
 type Connection = tokio_postgres::Connection<tokio_postgres::Socket, TlsStream>;
 
-/// A PostgreSQL table as a page source (SPEC §8 `postgres:CONFIG.json`).
+/// A PostgreSQL table as a page source (`postgres:CONFIG.json`, docs/guide-postgres.md).
 ///
 /// Opening reads the config (and the DSN from `dsn_env`) but does not connect: the first
 /// page (or `count`) connects, inside the caller's runtime.

@@ -120,9 +120,14 @@ fn commas(line: &[u8]) -> usize {
 
 /// serde_json appends " at line L column C" to its messages; the position is kept apart.
 fn line_error(e: &serde_json::Error) -> LineError {
+    let problem = without_position(&e.to_string()).to_owned();
     LineError {
         column: e.column(),
-        problem: without_position(&e.to_string()).to_owned(),
+        problem: if e.is_syntax() || e.is_eof() {
+            format!("malformed JSON: {problem}")
+        } else {
+            problem
+        },
     }
 }
 
@@ -372,11 +377,17 @@ impl Visitor<'_> for KeySeed {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<usize, E> {
         self.names.iter().position(|n| *n == v).ok_or_else(|| {
             let shown: String = v.chars().take(64).collect();
-            E::custom(format_args!(
-                "{}unknown key {shown:?} (known: {})",
-                self.context,
-                self.names.join(", ")
-            ))
+            match crate::contract::closest(v, self.names) {
+                Some(meant) => E::custom(format_args!(
+                    "{}unknown key {shown:?}; did you mean {meant:?}?",
+                    self.context
+                )),
+                None => E::custom(format_args!(
+                    "{}unknown key {shown:?} (known: {})",
+                    self.context,
+                    self.names.join(", ")
+                )),
+            }
         })
     }
 }

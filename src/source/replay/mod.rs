@@ -155,15 +155,16 @@ fn replay_error(path: &Path, line: usize, problem: String) -> SourceError {
     SourceError::Replay {
         path: path.to_owned(),
         line,
+        column: None,
         problem,
     }
 }
 
 fn json_error(path: &Path, line: usize, e: LineError) -> SourceError {
-    SourceError::ReplayJson {
+    SourceError::Replay {
         path: path.to_owned(),
         line,
-        column: e.column,
+        column: Some(e.column),
         problem: e.problem,
     }
 }
@@ -181,7 +182,7 @@ impl ReplaySource {
     ///
     /// # Errors
     /// `SourceError::File` when unreadable, not a regular file or too large;
-    /// `SourceError::ReplayJson` / `SourceError::Replay` naming line, column and field.
+    /// `SourceError::Replay` naming line, column and field.
     pub fn open(path: &Path) -> Result<ReplaySource, SourceError> {
         let (file, len_bytes) = io_bound::open_regular(
             path,
@@ -202,7 +203,7 @@ impl ReplaySource {
     /// Parses replay text held in memory; `path` only names the file in errors.
     ///
     /// # Errors
-    /// `SourceError::ReplayJson` / `SourceError::Replay` naming line, column and field.
+    /// `SourceError::Replay` naming line, column and field.
     pub fn parse(path: &Path, text: &str) -> Result<ReplaySource, SourceError> {
         ReplaySource::parse_with(
             path,

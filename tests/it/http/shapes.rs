@@ -210,8 +210,13 @@ fn http_positional_pagination_refuses_the_cursor_absent_end_signal() -> TestResu
         &[],
     );
     assert_eq!(run.exit, 2, "{}", run.stderr);
+    // With --json the error is an object on stderr: its message is the sentence people read.
+    let message = serde_json::from_str::<Value>(&run.stderr)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| run.stderr.clone());
     assert!(
-        run.stderr.contains(
+        message.contains(
             "key \"page_param\": page-number and offset pagination have no cursor to end on: the contract's end_signal must be \"total\" or \"empty_page\""
         ),
         "{}",

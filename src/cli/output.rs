@@ -1,0 +1,335 @@
+//! Output for people and programs: where results go, colour, logs, tables and words.
+//!
+//! Results go to stdout through `anstream`, which drops colour off a terminal, with
+//! `NO_COLOR`, or with `--color never` (and keeps it with `--color always`); notes, logs and
+//! the progress bar go to stderr, and `-q` silences all of them but errors. With `--json`
+//! results are pretty JSON, with `--json-lines` one compact value per line.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anstyle::{AnsiColor, Style};
+use scanledger::{RunState, Status};
+use serde::Serialize;
+
+use super::{Cli, CliError, ColorWhen};
+
+/// The global options every handler reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Out {
+    /// The store file.
+    pub store: PathBuf,
+    /// Machine output (`--json` or `--json-lines`).
+    pub json: bool,
+    /// One compact JSON value per line (`--json-lines`).
+    pub lines: bool,
+    /// `-q`: no notes, no progress.
+    pub quiet: bool,
+    /// `--wait`: how long to wait for a busy store.
+    pub wait: Option<Duration>,
+    /// Whether `--store` was given or set by `SCANLEDGER_STORE` (so commands we suggest
+    /// must name it).
+    pub store_named: bool,
+}
+
+impl Out {
+    pub(crate) fn new(cli: &Cli) -> Out {
+        Out {
+            store_named: cli.store != std::path::Path::new("./scanledger.redb"),
+            store: cli.store.clone(),
+            json: cli.json || cli.json_lines,
+            lines: cli.json_lines,
+            quiet: cli.quiet,
+            wait: super::wait_of(cli.wait),
+        }
+    }
+
+    /// Writes `text` and a newline to stdout; a closed pipe ends the output quietly.
+    pub(crate) fn emit(&self, text: &str) -> Result<(), CliError> {
+        let mut out = anstream::stdout().lock();
+        match writeln!(out, "{text}") {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::internal(
+                format!("cannot write to stdout: {}", super::error::io_words(&e)),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes one JSON value: pretty, or compact on one line with `--json-lines`.
+    pub(crate) fn json_value(&self, v: &impl Serialize) -> Result<(), CliError> {
+        let text = if self.lines {
+            serde_json::to_string(v)
+        } else {
+            serde_json::to_string_pretty(v)
+        }
+        .map_err(|e| CliError::internal(format!("cannot encode JSON: {e}")))?;
+        self.emit(&text)
+    }
+
+    /// Writes a list: with `--json-lines` one compact value per item, else the whole
+    /// `wrapper` object pretty.
+    pub(crate) fn json_list<T: Serialize>(
+        &self,
+        items: &[T],
+        wrapper: &serde_json::Value,
+    ) -> Result<(), CliError> {
+        if self.lines {
+            for item in items {
+                self.json_value(item)?;
+            }
+            Ok(())
+        } else {
+            self.json_value(wrapper)
+        }
+    }
+
+    /// A note to stderr (`note: ...`), unless `-q` or `--json`.
+    pub(crate) fn note(&self, text: &str) {
+        if !self.quiet && !self.json {
+            let bold = Style::new().bold();
+            let _ = writeln!(anstream::stderr().lock(), "{bold}note:{bold:#} {text}");
+        }
+    }
+
+    /// The command line that continues `run`, naming the store when it is not the default.
+    pub(crate) fn resume_command(&self, run: scanledger::RunId) -> String {
+        if self.store_named {
+            format!(
+                "scanledger --store {} resume {run}",
+                shell_word(&self.store.display().to_string())
+            )
+        } else {
+            format!("scanledger resume {run}")
+        }
+    }
+}
+
+/// A word as a POSIX shell reads it back: quoted when it holds anything but plain characters.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=+@%,".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Applies `--color` to everything written through `anstream` (which reads `NO_COLOR` and
+/// whether the stream is a terminal in `auto`).
+pub(crate) fn set_color(when: ColorWhen) {
+    let choice = match when {
+        ColorWhen::Auto => anstream::ColorChoice::Auto,
+        ColorWhen::Always => anstream::ColorChoice::Always,
+        ColorWhen::Never => anstream::ColorChoice::Never,
+    };
+    choice.write_global();
+}
+
+/// Whether stderr shows colour and animation: a terminal, and colour not turned off.
+pub(crate) fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Logs to stderr through `tracing`: warnings by default, `-v` info (retries, backoff,
+/// policy decisions), `-vv` debug (every checkpoint), `-vvv` trace; `-q` errors only.
+/// `RUST_LOG` (`LEVEL` or `TARGET=LEVEL,...`) overrides the flags.
+pub(crate) fn init_logs(quiet: bool, verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
+    let level = match (quiet, verbose) {
+        (true, _) => LevelFilter::ERROR,
+        (false, 0) => LevelFilter::WARN,
+        (false, 1) => LevelFilter::INFO,
+        (false, 2) => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
+    let targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(level));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(targets))
+        .try_init();
+}
+
+/// `1 partition`, `2 partitions`.
+pub(crate) fn count(n: impl Into<u128>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A `"FIRST..LAST"` range as people read it: a single ID alone.
+pub(crate) fn range_words(range: &str) -> String {
+    let len = range.len();
+    if len >= 3 && len.is_multiple_of(2) {
+        let half = (len - 2) / 2;
+        if range.is_char_boundary(half)
+            && range.is_char_boundary(half + 2)
+            && &range[half..half + 2] == ".."
+            && range[..half] == range[half + 2..]
+        {
+            return range[..half].to_owned();
+        }
+    }
+    range.to_owned()
+}
+
+/// The style of a status: green, yellow, red.
+pub(crate) fn status_style(s: Status) -> Style {
+    match s {
+        Status::Verified => AnsiColor::Green.on_default().bold(),
+        Status::Unknown => AnsiColor::Yellow.on_default().bold(),
+        Status::Failed => AnsiColor::Red.on_default().bold(),
+    }
+}
+
+/// The style of a run state: interrupted stands out.
+pub(crate) fn state_style(s: RunState) -> Style {
+    match s {
+        RunState::Running => AnsiColor::Cyan.on_default(),
+        RunState::Interrupted => AnsiColor::Yellow.on_default(),
+        RunState::Superseded => Style::new().dimmed(),
+        _ => Style::new(),
+    }
+}
+
+/// `text` in `style` (dropped off a terminal by `anstream`).
+pub(crate) fn styled(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// Bold text.
+pub(crate) fn bold(text: &str) -> String {
+    styled(Style::new().bold(), text)
+}
+
+/// A table: a header row and rows of cells, each cell its plain text and its style; columns
+/// are as wide as their widest cell, numbers right-aligned.
+pub(crate) struct Table {
+    headers: Vec<&'static str>,
+    right: Vec<bool>,
+    rows: Vec<Vec<(String, Style)>>,
+}
+
+impl Table {
+    /// A table with these columns; `right` marks the right-aligned (numeric) ones.
+    pub(crate) fn new(columns: &[(&'static str, bool)]) -> Table {
+        Table {
+            headers: columns.iter().map(|(h, _)| *h).collect(),
+            right: columns.iter().map(|(_, r)| *r).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub(crate) fn row(&mut self, cells: Vec<(String, Style)>) {
+        debug_assert_eq!(cells.len(), self.headers.len());
+        self.rows.push(cells);
+    }
+
+    pub(crate) fn render(&self) -> String {
+        let width = |s: &str| s.chars().count();
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .map(|r| width(&r[i].0))
+                    .chain([width(self.headers[i])])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let last = self.headers.len().saturating_sub(1);
+        let header_style = Style::new().bold();
+        let mut line = String::new();
+        for (i, h) in self.headers.iter().enumerate() {
+            line.push_str(&pad(h, widths[i], self.right[i], i == last));
+            if i < last {
+                line.push_str("  ");
+            }
+        }
+        out.push_str(&styled(header_style, line.trim_end()));
+        for row in &self.rows {
+            out.push('\n');
+            let mut line = String::new();
+            for (i, (text, style)) in row.iter().enumerate() {
+                let padded = pad(text, widths[i], self.right[i], i == last);
+                // Style the text, not the padding, so underlines and backgrounds stay tidy.
+                let trimmed = padded.trim();
+                let styled_cell = padded.replacen(trimmed, &styled(*style, trimmed), 1);
+                line.push_str(if trimmed.is_empty() {
+                    &padded
+                } else {
+                    &styled_cell
+                });
+                if i < last {
+                    line.push_str("  ");
+                }
+            }
+            out.push_str(line.trim_end());
+        }
+        out
+    }
+}
+
+fn pad(text: &str, width: usize, right: bool, last: bool) -> String {
+    let n = width.saturating_sub(text.chars().count());
+    if right {
+        format!("{}{text}", " ".repeat(n))
+    } else if last {
+        text.to_owned()
+    } else {
+        format!("{text}{}", " ".repeat(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_ids_read_as_one_id() {
+        assert_eq!(range_words("250..250"), "250");
+        assert_eq!(range_words("250..251"), "250..251");
+        assert_eq!(range_words("a..b..a..b"), "a..b");
+        assert_eq!(range_words("customer-7..customer-7"), "customer-7");
+        assert_eq!(range_words("é..é"), "é");
+        assert_eq!(range_words(".."), "..");
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count(1u64, "partition", "partitions"), "1 partition");
+        assert_eq!(count(0u64, "partition", "partitions"), "0 partitions");
+        assert_eq!(
+            count(2u64, "duplicate ID", "duplicate IDs"),
+            "2 duplicate IDs"
+        );
+    }
+
+    #[test]
+    fn tables_align_their_columns() {
+        let mut t = Table::new(&[("RUN", false), ("PAGES", true), ("SOURCE", false)]);
+        t.row(vec![
+            ("run-10".into(), Style::new()),
+            ("3".into(), Style::new()),
+            ("a".into(), Style::new()),
+        ]);
+        t.row(vec![
+            ("run-9".into(), Style::new()),
+            ("12345".into(), Style::new()),
+            ("bb".into(), Style::new()),
+        ]);
+        // The header is bold on a terminal; `anstream` strips that elsewhere.
+        let plain = anstream::adapter::strip_str(&t.render()).to_string();
+        assert_eq!(
+            plain,
+            "RUN     PAGES  SOURCE\nrun-10      3  a\nrun-9   12345  bb"
+        );
+    }
+}
