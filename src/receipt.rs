@@ -1,7 +1,7 @@
-//! The completeness receipt (SPEC §3): from a run's state to the JSON a reviewer can check.
+//! The completeness receipt (docs/REFERENCE.md §7): from a run's state to the JSON a reviewer can check.
 //!
 //! Pure: the caller supplies the run's metadata (ID, times, links); nothing here reads a clock
-//! or a file. Field names are exactly those of SPEC §3; `docs/FORMAT.md` describes each.
+//! or a file. Field names are exactly those of docs/REFERENCE.md §7; `docs/FORMAT.md` describes each.
 //! A receipt never carries a raw cursor: the chain digest stands for the traversal.
 
 use std::collections::BTreeMap;

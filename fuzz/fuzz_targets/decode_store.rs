@@ -1,4 +1,4 @@
-//! A corrupt store file is an `Err`, never a panic (SPEC §7): every value decoder of the
+//! A corrupt store file is an `Err`, never a panic (docs/FORMAT.md §10): every value decoder of the
 //! store (run records, page records, partition and label bitmaps, resume requests,
 //! interners, leaves) reached through the public API.
 //!

@@ -1,7 +1,7 @@
 //! Page tokens: `token::decode` and `token::check` on arbitrary text never panic; a text that
 //! decodes is the one canonical text of its bytes (re-encoded here independently, so a token
 //! has one spelling: no padding, no stray trailing bits, no other alphabet); a token issued
-//! for arbitrary claims decodes to those claims and checks as SPEC §7 says (valid before its
+//! for arbitrary claims decodes to those claims and checks as docs/REFERENCE.md says (valid before its
 //! expiry and at its stamp, `Expired` from its expiry on, `Stale` at another stamp, `Forged`
 //! under another key or binding).
 

@@ -4,7 +4,7 @@
 //! to 64 page events (or an occasional failed fetch). IDs come from 1,024 values over four
 //! partitions so duplicates happen; cursors from nine values (one of them the empty string,
 //! which is R16) so loops happen. After every step: `check_invariants()`, the unique IDs and
-//! counts equal the model's, and the status obeys the laws of SPEC §2:
+//! counts equal the model's, and the status obeys the laws of docs/REFERENCE.md §6:
 //! - verified only after an accepted terminal page, with no duplicate and no violation,
 //!   with the expected count and partition counts when the contract gave them;
 //! - a duplicate or a repeated cursor fails the run (R3, R4), never silently dropped;

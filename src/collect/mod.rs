@@ -495,7 +495,7 @@ impl std::error::Error for IncompleteRead {
     }
 }
 
-/// The all-or-fail read of the seeds: an `Inventory` only when the run is verified.
+/// The all-or-fail read a planner needs: an `Inventory` only when the run is verified.
 ///
 /// ```
 /// use scanledger::{collect, Contract, RawId, SimConfig, SimSource};

@@ -1,4 +1,4 @@
-//! Unit tests of the reconciliation core: one or more per rule of SPEC §2, no IO.
+//! Unit tests of the reconciliation core: one or more per rule R1-R16 (docs/REFERENCE.md §6), no IO.
 //!
 //! Every test goes through `check`: a contract, the events of a run (pages, failed requests,
 //! a deadline, a high-water switch) and the status and violation kinds expected. `check`

@@ -54,7 +54,7 @@ impl ConclusionScope {
     }
 }
 
-/// The kinds of violation of SPEC §2.
+/// The kinds of violation of docs/REFERENCE.md §6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ViolationKind {

@@ -10,8 +10,8 @@ use crate::util::Env;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// The receipt fields of SPEC §3, with exactly those names.
-const SPEC_FIELDS: &[&str] = &[
+/// The receipt fields of docs/REFERENCE.md §7, with exactly those names.
+const RECEIPT_FIELDS: &[&str] = &[
     "run_id",
     "source",
     "tenant",
@@ -75,7 +75,7 @@ fn receipt_json_has_every_spec_field_and_text_names_them() -> TestResult {
     let env = Env::new();
     let receipt = labelled_run(&env);
     let obj = receipt.as_object().ok_or("receipt is not an object")?;
-    for field in SPEC_FIELDS {
+    for field in RECEIPT_FIELDS {
         assert!(obj.contains_key(*field), "receipt lacks {field}: {receipt}");
     }
     let label = &receipt["labels"]["needs_migration"];
@@ -178,7 +178,7 @@ fn every_tampered_field_is_rejected_and_named() -> TestResult {
         .keys()
         .cloned()
         .collect();
-    assert!(fields.len() >= SPEC_FIELDS.len());
+    assert!(fields.len() >= RECEIPT_FIELDS.len());
     for field in &fields {
         if field == "format_version" {
             // Another format version is another format: refused as unusable (exit 2), below.

@@ -1,7 +1,7 @@
 //! Property tests of the reconciliation core, the ID set and the digests, through the public API.
 //!
 //! Laws, as roaring's `proptests.rs` states them for set algebra:
-//! - the reconciler agrees with a small model of SPEC §2 (a `BTreeSet<u64>` of IDs, a set of
+//! - the reconciler agrees with a small model of docs/REFERENCE.md §6 (a `BTreeSet<u64>` of IDs, a set of
 //!   cursors, the end-signal rule and the budgets) on status, findings, counts and scope;
 //! - `verified` needs the end signal: a traversal cut before its terminal page never is;
 //! - unique IDs are the set's cardinality and `records_observed == unique + duplicate_ids`;
@@ -228,7 +228,7 @@ fn shaped_ids() -> impl Strategy<Value = Vec<u64>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The model of SPEC §2 for int IDs (no bounds broken, no codec errors).
+// The model of docs/REFERENCE.md §6 for int IDs (no bounds broken, no codec errors).
 
 #[derive(Debug, Default)]
 struct Model {
@@ -355,7 +355,7 @@ impl Model {
     }
 }
 
-/// The status SPEC §2's table gives each kind, written out independently of the crate.
+/// The status docs/REFERENCE.md §6 gives each kind, written out independently of the crate.
 fn spec_status(kind: ViolationKind) -> Status {
     use ViolationKind as K;
     match kind {
@@ -510,7 +510,7 @@ proptest! {
             .collect();
         prop_assert_eq!(labels, model.labels);
 
-        // Each violation forces the status of SPEC §2's table.
+        // Each violation forces the status of docs/REFERENCE.md §6.
         for k in &kinds {
             prop_assert_eq!(k.status(), spec_status(*k));
         }
@@ -689,7 +689,7 @@ proptest! {
         };
         let base = chain_of(&original);
 
-        // The chain recomputes from the digest functions alone (SPEC §3).
+        // The chain recomputes from the digest functions alone (docs/REFERENCE.md §7).
         let mut expected = digest::chain_start(
             &digest::query_digest(&contract.scope),
             snapshot_id.as_deref(),

@@ -1,4 +1,4 @@
-//! Resume, expiry and restart policies, through the real binary and a durable store (SPEC §5).
+//! Resume, expiry and restart policies, through the real binary and a durable store (docs/REFERENCE.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
 
 use serde_json::Value;

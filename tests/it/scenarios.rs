@@ -1,4 +1,4 @@
-//! Data-driven scenarios of SPEC §2 through the real binary.
+//! Data-driven scenarios of docs/REFERENCE.md §6 through the real binary.
 //!
 //! Every folder of `tests/scenarios/` (and of the shared examples, when present) holds one
 //! scan: `contract.json`, the replay file `pages.jsonl` and `expect.json`. The scenario runs as
@@ -13,11 +13,11 @@
 //! - `violation_pages`: the `page` of every violation, in order (exact);
 //! - `detail_contains`: strings that must each appear in some violation's `detail`;
 //! - `labels`: the exact set of label names, each with its `count` and optionally `ranges`;
-//! - `about`, `meaning`, `rules` (the SPEC rules the case covers), `fixme`: documentation;
+//! - `about`, `meaning`, `rules` (the rules R1-R16 the case covers), `fixme`: documentation;
 //! - any other key is a receipt field that must equal the given JSON value
 //!   (`coverage_status`, `conclusion_scope`, `unique_ids_observed`, `limits_hit`, ...).
 //!
-//! Whatever `expect.json` says, every receipt must also obey the laws of SPEC §2-§3 that hold
+//! Whatever `expect.json` says, every receipt must also obey the laws of docs/REFERENCE.md §5-§7 that hold
 //! for all runs (see `receipt_laws`): a raw cursor never appears in any output, the text output
 //! agrees on the exit code, and the stored receipt equals the printed one.
 
@@ -44,7 +44,7 @@ const SPECIAL_KEYS: &[&str] = &[
     "labels",
 ];
 
-/// The seeds' fixtures SPEC §2 says the project's own tests cover (the snapshot change in
+/// The fixtures of the three source incidents the project's own tests must cover (the snapshot change in
 /// both of its policies).
 const SEED_FIXTURES: &[&str] = &[
     "seed-first-page-clean-later-page-flagged",
@@ -103,7 +103,7 @@ fn distinctive_cursors(pages: &Path) -> Vec<String> {
     out.into_iter().collect()
 }
 
-/// The status SPEC §2's table assigns to a violation kind.
+/// The status docs/REFERENCE.md §6 assigns to a violation kind.
 fn spec_status(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "repeated_cursor"
@@ -176,7 +176,7 @@ fn receipt_laws(r: &Value, exit: i32, errs: &mut Vec<String>) {
     } else if scope != "none" {
         errs.push(format!("{status} run claims conclusion_scope {scope}"));
     }
-    // The status is the worst any violation forces (SPEC §2), and a run whose violations
+    // The status is the worst any violation forces (docs/REFERENCE.md §5-§6), and a run whose violations
     // force nothing worse than `unknown` is never `failed`.
     let mut worst = "verified";
     for k in &kinds {
@@ -440,7 +440,7 @@ fn every_scenario_folder_matches_its_expectation() -> TestResult {
     let mut report = String::new();
     let mut failing = 0;
     for (dir, _) in &results {
-        // Pinned deviations from SPEC stay visible (with --nocapture) until they are fixed.
+        // Pinned deviations from the documented rules stay visible (with --nocapture) until they are fixed.
         if let Ok(Value::Object(e)) = read_json(&dir.join("expect.json")) {
             if let Some(Value::String(why)) = e.get("fixme") {
                 eprintln!("FIXME {}: {why}", name_of(dir));

@@ -232,7 +232,7 @@ fn readers_work_while_a_scan_writes_and_a_second_writer_is_told_the_store_is_loc
 /// fuzz target found dozens of sites: unreachable B-tree states, invalid UTF-8 in keys,
 /// out-of-range slices). The store contains those panics and reports the file as corrupt.
 /// This flips one byte at a time across a valid store and runs a reader and a writer on it:
-/// whatever the damage, the answer is an exit code of the SPEC (never 101, never a panic
+/// whatever the damage, the answer is a documented exit code (never 101, never a panic
 /// message), and a damaged file that is refused says so with its path.
 #[test]
 fn single_byte_damage_anywhere_never_panics() {

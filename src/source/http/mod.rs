@@ -1,4 +1,4 @@
-//! `http:CONFIG.json`: pages from a JSON HTTP API (SPEC §8-§9), with reqwest over rustls (ring).
+//! `http:CONFIG.json`: pages from a JSON HTTP API (docs/guide-http.md), with reqwest over rustls (ring).
 //!
 //! This module owns the wire: building the request (GET with the parameters in the query
 //! string, or POST with a JSON body), sending it, reading the body bounded while it streams,

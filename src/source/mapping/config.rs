@@ -1,7 +1,7 @@
 //! The mapping's configuration keys, the presets and their resolution into a [`Mapping`].
 //!
 //! Resolution order, key by key: an explicit key of the config (a `null` switches a preset's
-//! pointer off), else the preset's value, else the default of SPEC §8. Pure: no IO.
+//! pointer off), else the preset's value, else the default in docs/guide-http.md. Pure: no IO.
 //! Invariant: a resolved `Mapping` has valid pointers and parameter names, at most
 //! `LABELS_PER_ITEM_MAX` labels, at most `CONTENT_VALUES_MAX` content pointers, and either
 //! cursor or positional pagination, never both.

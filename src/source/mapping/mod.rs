@@ -1,7 +1,7 @@
 //! Source mapping: turns a JSON response into a [`Page`], and a [`PageRequest`] into the named
 //! parameters a JSON API expects. Shared by every JSON source (HTTP, MCP).
 //!
-//! This module owns the meaning of the mapping keys of SPEC §8-§9 (`items`, `id`, `next`,
+//! This module owns the meaning of the mapping keys of docs/guide-http.md (`items`, `id`, `next`,
 //! `complete`, `has_more`, `snapshot`, `query`, `total`, `truncated`, `labels`, `content`,
 //! the request parameter names, page-number and offset pagination) and the presets. It never
 //! does IO, never speaks HTTP and never decides completeness: it reports what the response
@@ -237,7 +237,7 @@ pub struct Call {
 }
 
 impl Mapping {
-    /// Reads the mapping keys of a config object (SPEC §8-§9); every key must be in [`KEYS`].
+    /// Reads the mapping keys of a config object (docs/guide-http.md); every key must be in [`KEYS`].
     ///
     /// ```
     /// use scanledger::mapping::Mapping;

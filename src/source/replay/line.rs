@@ -1,4 +1,4 @@
-//! One replay line, parsed straight from its JSON text into typed values (SPEC §8).
+//! One replay line, parsed straight from its JSON text into typed values (docs/REFERENCE.md §4).
 //!
 //! Owns the line's grammar: the request key (`cursor` or `after`), the answer (a page or an
 //! `error`), `delay_ms`. Items are parsed by `items` without a generic JSON tree. Two modes:
@@ -138,7 +138,7 @@ fn without_position(message: &str) -> &str {
     }
 }
 
-/// The line's keys, in the order of SPEC §8.
+/// The line's keys, in the order of docs/REFERENCE.md §4.
 const LINE_KEYS: &[&str] = &[
     "cursor",
     "after",

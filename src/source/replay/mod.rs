@@ -1,4 +1,4 @@
-//! `replay:FILE`: a scripted source, JSON Lines, one response per line (SPEC §8).
+//! `replay:FILE`: a scripted source, JSON Lines, one response per line (docs/REFERENCE.md §4).
 //!
 //! Strict by design: a request the file has no line for is an error (exit 2), so a scenario
 //! cannot pass by accident. Lines with the same key answer successive requests for it

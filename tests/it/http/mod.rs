@@ -1,6 +1,6 @@
 //! The HTTP source against a real HTTP server on 127.0.0.1 (`server`), driven through the
 //! real `scanledger` binary (and once through the library):
-//! - `rules`: every SPEC §2 rule that can occur over HTTP;
+//! - `rules`: every rule (docs/REFERENCE.md §6) that can occur over HTTP;
 //! - `wire`: the status classification (429 and 503 with `Retry-After`, 403, 410, an expired
 //!   marker, 5xx, a timeout), invalid bodies and the body bound;
 //! - `shapes`: GraphQL and POST search endpoints, page-number and offset pagination, configs

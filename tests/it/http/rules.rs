@@ -1,4 +1,4 @@
-//! Every SPEC §2 rule that can occur over HTTP, through the real binary.
+//! Every rule (docs/REFERENCE.md §6) that can occur over HTTP, through the real binary.
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
