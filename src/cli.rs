@@ -162,8 +162,8 @@ pub(crate) enum Command {
         /// The contract file (JSON; docs/REFERENCE.md lists its keys).
         #[arg(long, value_name = "FILE")]
         contract: PathBuf,
-        /// The source: replay:FILE, sim:KEY=VALUE,..., http:CONFIG.json, postgres:CONFIG.json
-        /// or mysql:CONFIG.json (docs/REFERENCE.md §4).
+        /// The source: replay:FILE, sim:KEY=VALUE,..., http:CONFIG.json, postgres:CONFIG.json,
+        /// mysql:CONFIG.json or mcp:CONFIG.json (docs/REFERENCE.md §4).
         #[arg(long, value_name = "SPEC")]
         source: String,
         #[command(flatten)]

@@ -121,7 +121,7 @@ pub enum SourceError {
     /// The `--source` argument is not one of the known kinds.
     #[error(
         "unknown source {spec:?}: expected replay:FILE, sim:KEY=VALUE,..., postgres:CONFIG.json, \
-         mysql:CONFIG.json or http:CONFIG.json"
+         mysql:CONFIG.json, http:CONFIG.json or mcp:CONFIG.json"
     )]
     UnknownKind {
         /// The argument as given.

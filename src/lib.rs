@@ -93,7 +93,10 @@ pub use source::HttpSource;
 pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
+    PROVENANCE_MARK,
 };
+#[cfg(feature = "mcp")]
+pub use source::{McpConfig, McpList, McpSource};
 #[cfg(feature = "mysql")]
 pub use source::{MysqlConfig, MysqlSource};
 pub use store::{

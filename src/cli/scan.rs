@@ -47,8 +47,13 @@ pub(crate) fn scan(
     let contract = read_contract(contract_path)?;
     let mut source =
         AnySource::open_for(spec, &contract).map_err(|e| CliError::from(Error::Source(e)))?;
+    let rt = runtime()?;
+    // An MCP server is started (or reached) before the run begins, so a server that cannot
+    // be had records nothing, and the run records who answered.
+    rt.block_on(source.prepare())
+        .map_err(|e| CliError::from(Error::Source(e)))?;
     let mut store = open_write(out, write.store_options())?;
-    store.record_source(&recordable(spec));
+    store.record_source(&source.recorded_spec(&recordable(spec)));
     let started = scanledger::now_ms();
     let mut rec = Reconciler::new(&contract);
     let (writer, interner) = store.begin(&contract, started)?;
@@ -58,13 +63,11 @@ pub(crate) fn scan(
     let run = writer.run();
     tracing::info!("{run} begun");
     let log = Watched::new(writer, out, write, contract.expected_count);
-    let done = runtime()?.block_on(scanledger::scan_with(
-        &contract,
-        rec,
-        log,
-        started,
-        &mut source,
-    ));
+    let done = rt.block_on(async {
+        let done = scanledger::scan_with(&contract, rec, log, started, &mut source).await;
+        source.close().await;
+        done
+    });
     finish(out, run, done)
 }
 
@@ -104,16 +107,18 @@ pub(crate) fn resume(
     // The source checks its configuration against the run's own contract (its end signal).
     let mut source = AnySource::open_for(&spec, &header.contract)
         .map_err(|e| CliError::from(Error::Source(e)))?;
-    store.record_source(&recordable(&spec));
+    let rt = runtime()?;
+    rt.block_on(source.prepare())
+        .map_err(|e| CliError::from(Error::Source(e)))?;
+    store.record_source(&source.recorded_spec(&recordable(&spec)));
     let (writer, loaded) = store.resume(run, raise)?;
     tracing::info!("{run} resumed");
     let log = Watched::new(writer, out, write, expected);
-    let done = runtime()?.block_on(scanledger::resume_with(
-        loaded,
-        log,
-        raise.deadline_seconds,
-        &mut source,
-    ));
+    let done = rt.block_on(async {
+        let done = scanledger::resume_with(loaded, log, raise.deadline_seconds, &mut source).await;
+        source.close().await;
+        done
+    });
     finish(out, run, done)
 }
 
@@ -173,6 +178,10 @@ fn recordable(spec: &str) -> String {
     // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
     for kind in ["replay:", "postgres:", "mysql:", "http:", "mcp:"] {
         if let Some(path) = spec.strip_prefix(kind) {
+            // A recorded MCP spec carries the server it spoke to; that is not the path.
+            let path = path
+                .rfind(scanledger::PROVENANCE_MARK)
+                .map_or(path, |i| &path[..i]);
             return std::fs::canonicalize(path)
                 .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
         }

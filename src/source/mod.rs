@@ -2,7 +2,8 @@
 //! deterministic generator for demos, benches and simulation tests), and with their default-on
 //! features `postgres:CONFIG.json` (keyset pages of a table in one exported snapshot),
 //! `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot) and
-//! `http:CONFIG.json` (a JSON HTTP API, through the shared response `mapping`).
+//! `http:CONFIG.json` (a JSON HTTP API, through the shared response `mapping`) and
+//! `mcp:CONFIG.json` (a paginated MCP tool or protocol list, through the same mapping).
 //!
 //! A source only fetches: it never decides completeness (that is `reconcile`) and never
 //! retries (that is `collect`). Sources may sleep (`delay_ms`) through tokio's timer, which the
@@ -17,6 +18,8 @@ use crate::reconcile::Request;
 #[cfg(feature = "http")]
 mod http;
 pub mod mapping;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -26,6 +29,8 @@ mod sim;
 
 #[cfg(feature = "http")]
 pub use http::HttpSource;
+#[cfg(feature = "mcp")]
+pub use mcp::{ListKind as McpList, McpConfig, McpSource};
 #[cfg(feature = "mysql")]
 pub use mysql::{MysqlConfig, MysqlSource};
 #[cfg(feature = "postgres")]
@@ -107,6 +112,9 @@ pub enum AnySource {
     /// `mysql:CONFIG.json`.
     #[cfg(feature = "mysql")]
     Mysql(Box<MysqlSource>),
+    /// `mcp:CONFIG.json`.
+    #[cfg(feature = "mcp")]
+    Mcp(Box<McpSource>),
 }
 
 impl AnySource {
@@ -134,6 +142,14 @@ impl AnySource {
             return Ok(AnySource::Http(Box::new(HttpSource::open(
                 path.as_ref(),
                 contract.end_signal,
+            )?)));
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(rest) = spec.strip_prefix("mcp:") {
+            let path = without_provenance(rest);
+            return Ok(AnySource::Mcp(Box::new(McpSource::open(
+                path.as_ref(),
+                contract,
             )?)));
         }
         let _ = contract;
@@ -172,6 +188,8 @@ impl PageSource for AnySource {
             AnySource::Http(s) => s.fetch(req).await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.fetch(req).await,
+            #[cfg(feature = "mcp")]
+            AnySource::Mcp(s) => s.fetch(req).await,
         }
     }
 
@@ -185,6 +203,64 @@ impl PageSource for AnySource {
             AnySource::Http(s) => s.count().await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.count().await,
+            #[cfg(feature = "mcp")]
+            AnySource::Mcp(s) => s.count().await,
+        }
+    }
+}
+
+/// What a recorded `mcp:` source spec appends after its path: the server it spoke to.
+pub const PROVENANCE_MARK: &str = "#server=";
+
+/// A recorded spec's path without the provenance a run appended to it.
+fn without_provenance(rest: &str) -> &str {
+    rest.rfind(PROVENANCE_MARK).map_or(rest, |i| &rest[..i])
+}
+
+impl AnySource {
+    /// Makes the source ready before a run begins: an MCP source starts or reaches its
+    /// server now, so a server that cannot be had is an error before anything is recorded.
+    /// Other sources have nothing to do.
+    ///
+    /// # Errors
+    /// `SourceError` when the source cannot be made ready.
+    pub async fn prepare(&mut self) -> Result<(), SourceError> {
+        match self {
+            #[cfg(feature = "mcp")]
+            AnySource::Mcp(s) => s.prepare().await,
+            _ => Ok(()),
+        }
+    }
+
+    /// What the source says about itself, for the run's record: an MCP server's name and
+    /// version once connected (`None` for other sources).
+    #[must_use]
+    pub fn provenance(&self) -> Option<&str> {
+        match self {
+            #[cfg(feature = "mcp")]
+            AnySource::Mcp(s) => s.server(),
+            _ => None,
+        }
+    }
+
+    /// `spec` as a run records it: with the provenance appended after [`PROVENANCE_MARK`]
+    /// when the source has one (`mcp:/abs/cfg.json#server=NAME VERSION`); opening the
+    /// recorded spec ignores it.
+    #[must_use]
+    pub fn recorded_spec(&self, spec: &str) -> String {
+        match self.provenance() {
+            Some(p) if spec.starts_with("mcp:") => {
+                format!("{}{PROVENANCE_MARK}{p}", without_provenance(spec))
+            }
+            _ => spec.to_owned(),
+        }
+    }
+
+    /// Releases what the source holds (an MCP server's child process is asked to exit).
+    pub async fn close(&mut self) {
+        #[cfg(feature = "mcp")]
+        if let AnySource::Mcp(s) = self {
+            s.close().await;
         }
     }
 }

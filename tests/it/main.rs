@@ -10,6 +10,8 @@ mod evidence;
 mod http;
 mod inputs;
 mod library;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

@@ -19,6 +19,8 @@
 //!    [`Mapping::map_value`] (an already parsed value) maps the response at that position.
 //!    `map_body` parses under the rules of `crate::json` but builds only the values the
 //!    pointers reach (`select`), and gives exactly the page `map_value` gives on the full parse.
+//!    [`Mapping::map_tool_result`] maps an MCP tool result: its `structuredContent`, or else
+//!    the JSON text of its first text block.
 //!
 //! # How a response becomes a page
 //! Page-level pointers are read under `root` when one is set (a GraphQL connection such as
@@ -66,9 +68,11 @@ mod request;
 mod select;
 #[cfg(test)]
 mod tests;
+mod tool_result;
 
 pub use config::{Preset, KEYS};
 use pointer::{Pointer, Test};
+pub use tool_result::ResultPart;
 
 /// A mapping key that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,6 +158,13 @@ pub enum PageError {
         index: usize,
         /// The pointer.
         pointer: String,
+    },
+    /// An MCP tool result that holds no page: not an object, no structured content and no
+    /// text block, a text block that is not text.
+    #[error("tool result: {problem}")]
+    ToolResult {
+        /// What is wrong, naming the part of the result.
+        problem: String,
     },
     /// An item whose content cannot be hashed.
     #[error("item {index}: content pointer {pointer:?} cannot be hashed")]

@@ -1,0 +1,114 @@
+"""A paginated MCP test server written with the Python SDK (`mcp` 2.x, MCPServer), over stdio.
+
+It serves one scenario file (JSON), the MCP twin of a replay file:
+
+    {"tool": "search_items",            # the paginated tool's name
+     "key": "cursor",                  # the argument that selects a reply ("cursor", "page", "offset")
+     "routes": {"null": [REPLY, ...], "c2": [REPLY, ...], "3": [...]},
+     "tools_list_page": 2,             # tools/list in pages of this many tools (0: one page)
+     "print_env": "NAME"}              # print this variable to stderr at start (secret tests)
+
+The route key is the selecting argument's value as text ("null" when absent). A route answers
+its successive calls with successive replies, the last one repeating (retries). A reply is
+{"structured": {...}} (structuredContent, with the JSON text beside it, as the SDK does),
+{"text": "..."} (a text block only), {"is_error": "words"} (isError: true), or
+{"jsonrpc_error": "words"} (a JSON-RPC error) or {"exit": N} (the server dies). A call no route answers is a JSON-RPC error,
+so a scan cannot pass by accident. Every call's arguments are appended to the file named by
+the environment variable PEER_CALL_LOG, one JSON object per line.
+"""
+
+import json
+import os
+import sys
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+
+scenario = json.load(open(sys.argv[1]))
+tool_name = scenario.get("tool", "search_items")
+key = scenario.get("key", "cursor")
+served: dict[str, int] = {}
+
+if scenario.get("print_env"):
+    print(f"env {os.environ.get(scenario['print_env'], '')}", file=sys.stderr, flush=True)
+
+
+class PagedServer(MCPServer):
+    """tools/list in pages of `tools_list_page` tools, with opaque cursors."""
+
+    async def _handle_list_tools(self, ctx, params):  # type: ignore[override]
+        tools = await self.list_tools()
+        per = int(scenario.get("tools_list_page", 0))
+        if per <= 0:
+            return types.ListToolsResult(tools=tools)
+        start = 0
+        cursor = params.cursor if params is not None else None
+        if cursor is not None:
+            if not cursor.startswith("tl-"):
+                raise MCPError(code=-32602, message="invalid cursor")
+            start = int(cursor[3:])
+        nxt = start + per
+        return types.ListToolsResult(
+            tools=tools[start:nxt], next_cursor=(f"tl-{nxt}" if nxt < len(tools) else None)
+        )
+
+
+server = PagedServer("paged-test-server", version="9.9.1")
+
+
+def answer(arguments: dict[str, Any]) -> types.CallToolResult:
+    log = os.environ.get("PEER_CALL_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(json.dumps(arguments, sort_keys=True) + "\n")
+    value = arguments.get(key)
+    route = "null" if value is None else str(value)
+    replies = scenario["routes"].get(route)
+    if replies is None:
+        raise MCPError(code=-32602, message=f"no route for {key}")
+    n = served.get(route, 0)
+    served[route] = n + 1
+    reply = replies[min(n, len(replies) - 1)]
+    if "exit" in reply:
+        os._exit(int(reply["exit"]))
+    if "jsonrpc_error" in reply:
+        raise MCPError(code=-32603, message=reply["jsonrpc_error"])
+    if "is_error" in reply:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=reply["is_error"])], is_error=True)
+    if "text" in reply:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=reply["text"])])
+    body = reply["structured"]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body))], structured_content=body
+    )
+
+
+@server.tool(name=tool_name)
+def paged(
+    cursor: str | None = None,
+    page: int | None = None,
+    offset: int | None = None,
+    page_size: int | None = None,
+    status: str | None = None,
+) -> types.CallToolResult:
+    """A paginated search: one page per call."""
+    args = {"cursor": cursor, "page": page, "offset": offset, "page_size": page_size, "status": status}
+    return answer({k: v for k, v in args.items() if v is not None})
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns its argument."""
+    return text
+
+
+@server.tool()
+def whoami() -> str:
+    """A third tool, so that a two-per-page tools/list has two pages."""
+    return "paged-test-server"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
