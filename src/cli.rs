@@ -24,6 +24,8 @@ mod error;
 mod evidence;
 mod lists;
 mod locate;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod output;
 mod report;
 mod runs;
@@ -306,6 +308,46 @@ pub(crate) enum Command {
     },
     /// Print the man page (roff): `scanledger man > docs/scanledger.1`.
     Man,
+    /// Serve scanledger to agents over MCP (stdio, or streamable HTTP with --http): tools
+    /// scan_collection, resume_scan, get_receipt, verify_receipt, diff_runs, missing_ids,
+    /// page_run, list_runs; `mcp proxy` fronts another MCP server.
+    #[cfg(feature = "mcp")]
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:\n  scanledger --store scans.redb mcp --sources sources.json\n  \
+        scanledger mcp --sources sources.json --http 127.0.0.1:8750\n  \
+        scanledger mcp proxy --config proxy.json\n\n\
+        The sources file maps names to source specs ({\"issues\": \"http:github.json\"}): an agent \
+        scans a source by name only, never by path, URL or command."
+    )]
+    Mcp {
+        /// The sources an agent may scan: a JSON object of NAME: SPEC.
+        #[arg(long, value_name = "FILE")]
+        sources: Option<PathBuf>,
+        #[command(flatten)]
+        serve: mcp::Serve,
+        /// `proxy`.
+        #[command(subcommand)]
+        command: Option<McpCommand>,
+    },
+}
+
+/// The subcommands of `mcp`.
+#[cfg(feature = "mcp")]
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Front one upstream MCP server: its tools re-exported (every tools/list page followed),
+    /// ordinary ones forwarded unchanged, the paginated ones the config declares replaced by
+    /// all-or-fail versions that follow every page and answer an inventory or an
+    /// incomplete_read.
+    Proxy {
+        /// The proxy config: {"upstream": {"command": [...]} | {"url": "..."}, "store": PATH,
+        /// "paginated": {TOOL: {mapping keys, "contract": {...}}}}.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        #[command(flatten)]
+        serve: mcp::Serve,
+    },
 }
 
 /// Options of the commands that write.
@@ -423,6 +465,15 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             Ok(0)
         }
         Command::Man => docs::man(),
+        #[cfg(feature = "mcp")]
+        Command::Mcp {
+            sources,
+            serve,
+            command,
+        } => match command {
+            None => mcp::serve(out, sources.as_ref(), &serve),
+            Some(McpCommand::Proxy { config, serve }) => mcp::proxy(out, &config, &serve),
+        },
     }
 }
 

@@ -46,6 +46,8 @@ mod evidence;
 mod idset;
 mod io_bound;
 pub mod json;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod receipt;
 mod reconcile;
 mod report;
@@ -69,8 +71,8 @@ pub use contract::{
 };
 pub use error::{ContractError, Error, FileError, Result, SourceError};
 pub use evidence::{
-    comparable_of, diff, diff_runs, verify, verify_receipt, Diff, DiffError, FoundIn, Mismatch,
-    NotComparable, RangeList, Renderer, RunDiff,
+    comparable_of, diff, diff_runs, page_of_run, verify, verify_receipt, Diff, DiffError, FoundIn,
+    Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff, RunPage,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::read_text as read_bounded;

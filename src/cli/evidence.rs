@@ -13,9 +13,9 @@ use serde::Serialize;
 use super::lists::refuse_store_as_output;
 use super::output::count;
 use super::{open_read, status_exit, CliError, Out, RunArg};
-use scanledger::token::{self, Binding, Claims, TokenError, TOKEN_TTL_SECONDS_MAX};
+use scanledger::token::TOKEN_TTL_SECONDS_MAX;
 use scanledger::{
-    digest, IdCodecKind, IdSet, Mismatch, Receipt, Renderer, RunHeader, RunId, Snapshot, Status,
+    IdCodecKind, IdSet, Mismatch, Receipt, Renderer, RunHeader, RunId, Snapshot, Status,
     ITEMS_PER_PAGE_MAX,
 };
 
@@ -329,89 +329,32 @@ pub(crate) fn page(
     let store = open_read(out)?;
     let snap = store.read()?;
     let run = run.resolve(&snap)?;
-    let token_err = |e: TokenError| usage(format!("page {run}: {e}")).with_kind("page_token");
-    let header = snap.header(run)?;
-    let query_digest = digest::query_digest(&header.contract.scope);
-    let binding = Binding {
-        tenant: header.contract.scope.tenant.as_deref(),
-        query_digest: &query_digest,
-    };
-    let now = scanledger::now_ms();
-    let position = match token_text {
-        None => 0,
-        Some(text) => {
-            let key = snap.page_token_key()?;
-            let (claims, mac) = token::decode(text).map_err(token_err)?;
-            if claims.run != run {
-                return Err(token_err(other_run_error(
-                    &snap, &key, &claims, &mac, run, &binding,
-                )));
-            }
-            token::check(&key, text, run, &binding, header.pages_observed, now)
-                .map_err(token_err)?
-                .position
-        }
-    };
-    let size_n = size as usize;
-    let mut ids = snap.ids_from(run, position, size_n + 1)?;
-    let next_token = if ids.len() > size_n {
-        let next = ids[size_n];
-        ids.truncate(size_n);
-        let key = snap.page_token_key()?;
-        let claims = Claims {
-            run,
-            position: next,
-            stamp: header.pages_observed,
-            expires_at_ms: now.saturating_add(ttl_seconds.saturating_mul(1000)),
-        };
-        Some(token::issue(&key, &claims, &binding))
-    } else {
-        None
-    };
-    let codec = Renderer::for_ids(&snap, &header, ids.iter().copied())?;
-    let rendered: Vec<serde_json::Value> = ids.iter().map(|id| codec.json(*id)).collect();
+    let page = scanledger::page_of_run(
+        &snap,
+        run,
+        token_text,
+        size,
+        ttl_seconds,
+        scanledger::now_ms(),
+    )
+    .map_err(|e| match e {
+        scanledger::PageRunError::Read(e) => CliError::from(e),
+        other => usage(format!("page {run}: {other}")).with_kind("page_token"),
+    })?;
+    let header_status = page.coverage_status;
     let v = serde_json::json!({
         "run_id": run.to_string(),
-        "coverage_status": header.coverage_status,
-        "ids": rendered,
-        "next_token": next_token,
+        "coverage_status": header_status,
+        "ids": page.ids,
+        "next_token": page.next_token,
     });
     out.json_value(&v)?;
     // A page of a run that is not verified is never a page of an inventory.
-    if header.coverage_status != Status::Verified {
+    if header_status != Status::Verified {
         out.note(&format!(
             "{run} is {}: its pages are not pages of a complete inventory",
-            header.coverage_status.as_str()
+            header_status.as_str()
         ));
     }
-    Ok(status_exit(header.coverage_status))
-}
-
-/// The error for a token of another run: `OtherRun` (naming how the runs differ) when the
-/// token is genuine for the run it names, `Forged` otherwise.
-fn other_run_error(
-    snap: &Snapshot<'_>,
-    key: &[u8; 32],
-    claims: &Claims,
-    mac: &digest::Hash,
-    presented_for: RunId,
-    presented: &Binding<'_>,
-) -> TokenError {
-    let forged = TokenError::Forged { run: presented_for };
-    let Ok(issued) = snap.header(claims.run) else {
-        return forged;
-    };
-    let issued_digest = digest::query_digest(&issued.contract.scope);
-    let issued_binding = Binding {
-        tenant: issued.contract.scope.tenant.as_deref(),
-        query_digest: &issued_digest,
-    };
-    if !token::mac_matches(key, claims, &issued_binding, mac) {
-        return forged;
-    }
-    TokenError::OtherRun {
-        issued_for: claims.run,
-        presented_for,
-        why: token::how_runs_differ(&issued_binding, presented),
-    }
+    Ok(status_exit(header_status))
 }

@@ -147,7 +147,13 @@ pub(crate) fn init_logs(quiet: bool, verbose: u8) {
     let targets = std::env::var("RUST_LOG")
         .ok()
         .and_then(|s| s.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(level));
+        // The MCP SDK logs whole protocol messages at its debug levels, and they hold the
+        // upstream's raw cursors: it stays silent unless RUST_LOG names it.
+        .unwrap_or_else(|| {
+            Targets::new()
+                .with_default(level)
+                .with_target("rmcp", LevelFilter::OFF)
+        });
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)

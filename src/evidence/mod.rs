@@ -5,6 +5,7 @@
 //! torn state. The pure modules do no IO; the functions below only read the store.
 
 pub mod diff;
+mod page;
 mod render;
 pub mod verify;
 
@@ -12,6 +13,7 @@ use crate::receipt::{Receipt, RunId};
 use crate::store::{ReadError, RunHeader, Snapshot};
 
 pub use diff::{Diff, NotComparable, RangeList};
+pub use page::{page_of_run, PageRunError, RunPage};
 pub use render::Renderer;
 pub use verify::{FoundIn, Mismatch};
 

@@ -25,6 +25,7 @@ use crate::util;
 
 mod client;
 mod rmcp_peer;
+mod server;
 
 /// The peers' folder.
 pub(crate) fn peers() -> PathBuf {

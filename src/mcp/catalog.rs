@@ -1,0 +1,118 @@
+//! The operator's `--sources FILE`: the only sources an agent may scan, by name.
+//!
+//! The file is a JSON object, `{"NAME": "SPEC", ...}`, each SPEC a `--source` argument
+//! (`http:cfg.json`, `replay:pages.jsonl`, `sim:records=1000`, ...). A relative path in a
+//! SPEC is taken from the file's directory and made absolute when the file is read, so the
+//! server reads exactly the files the operator named, wherever it runs. An agent names a
+//! source only by NAME: no tool argument is ever a path, a URL or a command.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::SourceError;
+use crate::json::{self, Numbers};
+
+/// Sources one catalog may declare.
+pub const CATALOG_SOURCES_MAX: usize = 1024;
+/// Bytes of a source name.
+const NAME_LEN_MAX: usize = 128;
+/// Bytes of the catalog file.
+const CATALOG_BYTES_MAX: u64 = 1024 * 1024;
+/// The spec prefixes whose rest is a file path.
+const FILE_KINDS: &[&str] = &["replay:", "postgres:", "mysql:", "http:", "mcp:"];
+
+/// The declared sources, by name, in the file's order.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    entries: Vec<(String, String)>,
+}
+
+impl Catalog {
+    /// Reads a catalog file.
+    ///
+    /// # Errors
+    /// `SourceError::File` or `SourceError::Config` naming the entry at fault.
+    pub fn read(path: &Path) -> Result<Catalog, SourceError> {
+        let text = crate::io_bound::read_text(path, CATALOG_BYTES_MAX)?;
+        let bad = |problem: String| SourceError::Config {
+            path: path.to_owned(),
+            problem,
+        };
+        let value =
+            json::parse(&text, Numbers::Any).map_err(|e| bad(format!("malformed JSON: {e}")))?;
+        let Value::Object(obj) = value else {
+            return Err(bad(
+                "the sources file must be a JSON object of NAME: SPEC strings".into(),
+            ));
+        };
+        if obj.len() > CATALOG_SOURCES_MAX {
+            return Err(bad(format!("more than {CATALOG_SOURCES_MAX} sources")));
+        }
+        let base = path.parent().unwrap_or_else(|| Path::new("."));
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_owned());
+        let mut entries = Vec::with_capacity(obj.len());
+        for (name, spec) in obj {
+            if name.is_empty() || name.len() > NAME_LEN_MAX || name.chars().any(char::is_control) {
+                return Err(bad(format!(
+                    "source name {:?}: 1 to {NAME_LEN_MAX} bytes, no control characters",
+                    crate::receipt::terminal_safe(&name)
+                )));
+            }
+            let Value::String(spec) = spec else {
+                return Err(bad(format!("source {name:?}: the spec must be a string")));
+            };
+            entries.push((name, absolute(&spec, &base)));
+        }
+        Ok(Catalog { entries })
+    }
+
+    /// A catalog from pairs (specs taken as given).
+    #[must_use]
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Catalog {
+        Catalog {
+            entries: pairs.into_iter().collect(),
+        }
+    }
+
+    /// The spec of a declared name.
+    #[must_use]
+    pub fn spec(&self, name: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.as_str())
+    }
+
+    /// The declared names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The name whose spec is `spec` (a recorded spec's provenance ignored), if declared.
+    #[must_use]
+    pub fn name_of(&self, spec: &str) -> Option<&str> {
+        let bare = spec
+            .rfind(crate::source::PROVENANCE_MARK)
+            .map_or(spec, |i| &spec[..i]);
+        self.entries
+            .iter()
+            .find(|(_, s)| s == bare)
+            .map(|(n, _)| n.as_str())
+    }
+}
+
+/// `spec` with a relative file path made absolute from `base`.
+fn absolute(spec: &str, base: &Path) -> String {
+    for kind in FILE_KINDS {
+        if let Some(rest) = spec.strip_prefix(kind) {
+            let p = Path::new(rest);
+            if p.is_relative() {
+                let joined = base.join(p);
+                let full = std::fs::canonicalize(&joined).unwrap_or(joined);
+                return format!("{kind}{}", full.display());
+            }
+        }
+    }
+    spec.to_owned()
+}
