@@ -51,10 +51,26 @@ pub(crate) fn run<H>(handler: H, serve: &Serve, who: &str) -> Result<i32, CliErr
 where
     H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    run_on(&runtime()?, handler, serve, who)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
+}
+
+/// Serves `handler` on `rt` as `serve` says.
+fn run_on<H>(
+    rt: &tokio::runtime::Runtime,
+    handler: H,
+    serve: &Serve,
+    who: &str,
+) -> Result<i32, CliError>
+where
+    H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
     match serve.http {
         None => {
             use rmcp::ServiceExt;
@@ -96,6 +112,11 @@ where
 
 /// `mcp proxy --config FILE [--http ADDR]`.
 pub(crate) fn proxy(out: &Out, config: &std::path::Path, serve: &Serve) -> Result<i32, CliError> {
-    let _ = (out, config, serve);
-    Err(CliError::usage("mcp proxy: not built yet"))
+    let _ = out;
+    // The upstream session lives on the runtime that started it: one runtime for both.
+    let rt = runtime()?;
+    let proxy = rt
+        .block_on(scanledger::mcp::Proxy::start(config))
+        .map_err(|e| CliError::from(Error::Source(e)))?;
+    run_on(&rt, proxy, serve, "scanledger mcp proxy")
 }

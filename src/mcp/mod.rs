@@ -26,6 +26,7 @@ mod catalog;
 mod handler;
 mod http;
 mod outcome;
+mod proxy;
 mod read;
 mod scan;
 mod tools;
@@ -33,6 +34,7 @@ mod tools;
 pub use catalog::{Catalog, CATALOG_SOURCES_MAX};
 pub use http::{serve_http, HttpOptions};
 pub use outcome::{error_answer, outcome_of, scan_answer, ShownIds, TOTAL_LIKE_KEYS};
+pub use proxy::Proxy;
 
 /// How the server runs.
 #[derive(Debug, Clone)]

@@ -23,38 +23,39 @@ use crate::evidence::page_of_run;
 use crate::receipt::RunId;
 use crate::reconcile::{Delta, Reconciler, Status};
 use crate::source::AnySource;
-use crate::store::{Raise, RunWriter, Store};
+use crate::store::{Raise, Store};
 use crate::token::TOKEN_TTL_SECONDS_DEFAULT;
 
 /// IDs an answer carries unless the caller asks otherwise.
 const IDS_SHOWN_DEFAULT: u64 = 1000;
 
-/// The store's writer, reporting progress and watching for cancellation.
-struct Reporting<'s> {
-    writer: RunWriter<'s>,
-    progress: watch::Sender<(u32, u64)>,
-    cancelled: tokio_util::sync::CancellationToken,
+/// A run's log (the store's writer, or memory) reporting progress and watching for
+/// cancellation.
+pub(crate) struct Reporting<L> {
+    pub(crate) inner: L,
+    pub(crate) progress: watch::Sender<(u32, u64)>,
+    pub(crate) cancelled: tokio_util::sync::CancellationToken,
 }
 
-impl RunLog for Reporting<'_> {
+impl<L: RunLog> RunLog for Reporting<L> {
     fn run(&self) -> RunId {
-        self.writer.run()
+        self.inner.run()
     }
     fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
-        self.writer.checkpoint(rec, delta)?;
+        self.inner.checkpoint(rec, delta)?;
         self.progress
             .send_replace((rec.progress().pages_observed, rec.ids().len()));
         Ok(())
     }
     fn set_server_count(&mut self, n: u64) {
-        self.writer.set_server_count(n);
+        self.inner.set_server_count(n);
     }
     fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
-        Ok(self.writer.finish(rec, at)?)
+        self.inner.finish(rec, at)
     }
     fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
         Ok(Reporting {
-            writer: self.writer.restart(rec, contract, at)?,
+            inner: self.inner.restart(rec, contract, at)?,
             progress: self.progress,
             cancelled: self.cancelled,
         })
@@ -65,7 +66,7 @@ impl RunLog for Reporting<'_> {
 }
 
 /// Sends the latest progress as notifications until the scan drops its sender.
-async fn report(
+pub(crate) async fn report(
     mut rx: watch::Receiver<(u32, u64)>,
     context: &RequestContext<RoleServer>,
     expected: Option<u64>,
@@ -140,7 +141,7 @@ pub(crate) async fn scan_collection(
     }
     let (tx, rx) = watch::channel((0, 0));
     let log = Reporting {
-        writer,
+        inner: writer,
         progress: tx,
         cancelled: context.ct.clone(),
     };
@@ -199,7 +200,7 @@ pub(crate) async fn resume_scan(
     let (tx, rx) = watch::channel((0, 0));
     let expected = loaded.contract.expected_count;
     let log = Reporting {
-        writer,
+        inner: writer,
         progress: tx,
         cancelled: context.ct.clone(),
     };

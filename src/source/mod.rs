@@ -19,7 +19,7 @@ use crate::reconcile::Request;
 mod http;
 pub mod mapping;
 #[cfg(feature = "mcp")]
-mod mcp;
+pub(crate) mod mcp;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

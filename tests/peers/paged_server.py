@@ -3,7 +3,8 @@
 It serves one scenario file (JSON), the MCP twin of a replay file:
 
     {"tool": "search_items",            # the paginated tool's name
-     "key": "cursor",                  # the argument that selects a reply ("cursor", "page", "offset")
+     "key": "cursor",                  # the argument that selects a reply ("cursor", "page", "offset",
+                                       # or several joined by "|": "status|cursor")
      "routes": {"null": [REPLY, ...], "c2": [REPLY, ...], "3": [...]},
      "tools_list_page": 2,             # tools/list in pages of this many tools (0: one page)
      "print_env": "NAME"}              # print this variable to stderr at start (secret tests)
@@ -63,8 +64,12 @@ def answer(arguments: dict[str, Any]) -> types.CallToolResult:
     if log:
         with open(log, "a") as f:
             f.write(json.dumps(arguments, sort_keys=True) + "\n")
-    value = arguments.get(key)
-    route = "null" if value is None else str(value)
+    # A key of several argument names ("status|cursor") routes on their values joined by "|".
+    parts = []
+    for name in key.split("|"):
+        value = arguments.get(name)
+        parts.append("null" if value is None else str(value))
+    route = "|".join(parts)
     replies = scenario["routes"].get(route)
     if replies is None:
         raise MCPError(code=-32602, message=f"no route for {key}")

@@ -72,7 +72,7 @@ mod tool_result;
 
 pub use config::{Preset, KEYS};
 use pointer::{Pointer, Test};
-pub use tool_result::ResultPart;
+pub use tool_result::{tool_result_page, ResultPart};
 
 /// A mapping key that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

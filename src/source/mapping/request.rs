@@ -86,6 +86,12 @@ impl Mapping {
         })
     }
 
+    /// Every parameter name the mapping itself sends (cursor or position, page size,
+    /// snapshot, after-key): a caller's query may not use them.
+    pub fn sent_names(&self) -> impl Iterator<Item = &str> {
+        self.param_names()
+    }
+
     /// Every parameter name the mapping itself sends.
     fn param_names(&self) -> impl Iterator<Item = &str> {
         let paging = match &self.paging {

@@ -67,6 +67,31 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// The items array of a parsed page (under `root` when set), as the source sent it.
+    #[must_use]
+    pub fn items_of<'v>(&self, page: &'v Value) -> Option<&'v [Value]> {
+        let base = match &self.root {
+            Some(p) => p.get(page)?,
+            None => page,
+        };
+        self.items.get(base)?.as_array().map(Vec::as_slice)
+    }
+}
+
+/// The page a tool result holds, parsed in full (for keeping its items): its
+/// `structuredContent`, or the strict JSON of its first text block.
+#[must_use]
+pub fn tool_result_page(result: &Value) -> Option<std::borrow::Cow<'_, Value>> {
+    if let Some(s) = result.get("structuredContent").filter(|v| !v.is_null()) {
+        return Some(std::borrow::Cow::Borrowed(s));
+    }
+    let text = first_text(result.get("content")).ok()?;
+    crate::json::parse(text, crate::json::Numbers::Any)
+        .ok()
+        .map(std::borrow::Cow::Owned)
+}
+
 /// The text of the first content block of type `text`.
 fn first_text(content: Option<&Value>) -> Result<&str, PageError> {
     let blocks = match content {

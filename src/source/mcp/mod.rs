@@ -37,7 +37,7 @@ mod connect;
 
 use config::Target;
 pub use config::{ListKind, McpConfig};
-use connect::{ConnectError, Connection};
+pub(crate) use connect::{connect, ConnectError, Connection};
 
 /// A source reading pages from an MCP server.
 #[derive(Debug)]
@@ -45,7 +45,26 @@ pub struct McpSource {
     path: PathBuf,
     config: McpConfig,
     conn: Option<Connection>,
+    /// A session someone else owns (the proxy's upstream): used as it is, never restarted.
+    shared: Option<rmcp::Peer<rmcp::RoleClient>>,
     server: Option<String>,
+    /// The items of every page, as sent, when the caller keeps them (the proxy's
+    /// `keep_items`), bounded by `KEPT_BYTES_MAX`.
+    kept: Option<Kept>,
+}
+
+/// Bytes of items a source keeps for its caller; past them it keeps no more and says so.
+pub(crate) const KEPT_BYTES_MAX: u64 = 64 * 1024 * 1024;
+
+/// Items kept for the caller.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// The items, page after page.
+    pub(crate) items: Vec<Value>,
+    /// Their size as JSON.
+    pub(crate) bytes: u64,
+    /// Some items were not kept (over the bound).
+    pub(crate) overflowed: bool,
 }
 
 impl McpSource {
@@ -101,8 +120,65 @@ impl McpSource {
             path: path.to_owned(),
             config,
             conn: None,
+            shared: None,
             server: None,
+            kept: None,
         })
+    }
+
+    /// A source paging through a session the caller owns (the proxy's one upstream
+    /// session), which it never restarts; `server` is that session's provenance.
+    pub(crate) fn over_session(
+        path: &Path,
+        config: McpConfig,
+        contract: &Contract,
+        peer: rmcp::Peer<rmcp::RoleClient>,
+        server: Option<String>,
+    ) -> Result<McpSource, SourceError> {
+        let mut s = McpSource::new(path, config, contract)?;
+        s.shared = Some(peer);
+        s.server = server;
+        Ok(s)
+    }
+
+    /// Keeps the items of every page from now on ([`McpSource::take_kept`] hands them over).
+    pub(crate) fn keep_items(&mut self) {
+        self.kept = Some(Kept::default());
+    }
+
+    /// The items kept so far.
+    pub(crate) fn take_kept(&mut self) -> Option<Kept> {
+        self.kept.take()
+    }
+
+    fn keep(&mut self, result: &Value) {
+        let Some(kept) = self.kept.as_mut() else {
+            return;
+        };
+        if kept.overflowed {
+            return;
+        }
+        let page = super::mapping::tool_result_page(result);
+        let items = page
+            .as_deref()
+            .and_then(|p| self.config.mapping.items_of(p));
+        for item in items.unwrap_or_default() {
+            let n = serde_json::to_vec(item).map_or(u64::MAX, |b| b.len() as u64);
+            if kept.bytes.saturating_add(n) > KEPT_BYTES_MAX {
+                kept.overflowed = true;
+                return;
+            }
+            kept.bytes += n;
+            kept.items.push(item.clone());
+        }
+    }
+
+    /// The peer to ask: the shared session's, or our own (started if need be).
+    async fn peer(&mut self) -> Result<rmcp::Peer<rmcp::RoleClient>, FetchError> {
+        if let Some(p) = &self.shared {
+            return Ok(p.clone());
+        }
+        Ok(self.ensure().await?.service.peer().clone())
     }
 
     /// Connects now (a scan would connect at its first page): a server that cannot be
@@ -112,6 +188,9 @@ impl McpSource {
     /// # Errors
     /// `SourceError::Other` (cannot start, cannot reach, refused) or `SourceError::Config`.
     pub async fn prepare(&mut self) -> Result<(), SourceError> {
+        if self.shared.is_some() {
+            return Ok(());
+        }
         match self.ensure().await {
             Ok(_) => Ok(()),
             Err(FetchError::Fatal(e)) => Err(e),
@@ -226,8 +305,8 @@ impl McpSource {
             .map_err(|e| self.fatal(e.to_string()))?;
         let args: serde_json::Map<String, Value> = call.params.into_iter().collect();
         let params = CallToolRequestParams::new(tool).with_arguments(args);
-        let conn = self.ensure().await?;
-        let answered = conn.service.peer().call_tool(params).await;
+        let peer = self.peer().await?;
+        let answered = peer.call_tool(params).await;
         let result = match answered {
             Ok(r) => r,
             Err(e) => return Err(self.classify(&e, req.request != Request::First)),
@@ -250,13 +329,16 @@ impl McpSource {
         let v = serde_json::to_value(&result)
             .map_err(|e| self.fatal(format!("cannot encode a tool result: {e}")))?;
         let size = self.measure(&v)?;
-        self.config
+        let page = self
+            .config
             .mapping
             .map_tool_result(&v, size, self.config.max_result_bytes, &call.position)
             .map(|(page, _)| page)
             .map_err(|e| FetchError::InvalidPage {
                 detail: chain_text(&e),
-            })
+            })?;
+        self.keep(&v);
+        Ok(page)
     }
 
     async fn fetch_list(&mut self, kind: ListKind, req: &PageRequest) -> Result<Page, FetchError> {
@@ -271,8 +353,7 @@ impl McpSource {
             }
         };
         let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
-        let conn = self.ensure().await?;
-        let peer = conn.service.peer();
+        let peer = self.peer().await?;
         let answered = match kind {
             ListKind::Tools => peer.list_tools(params).await.map(serde_json::to_value),
             ListKind::Resources => peer.list_resources(params).await.map(serde_json::to_value),
