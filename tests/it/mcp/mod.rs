@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use crate::util;
 
 mod client;
+mod conformance;
 mod proxy;
 mod rmcp_peer;
 mod server;
