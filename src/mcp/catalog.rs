@@ -116,3 +116,44 @@ fn absolute(spec: &str, base: &Path) -> String {
     }
     spec.to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_taken_from_the_file_and_names_are_all_an_agent_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.jsonl"), "").unwrap();
+        let file = dir.path().join("sources.json");
+        std::fs::write(
+            &file,
+            r#"{"a": "replay:p.jsonl", "b": "sim:records=3", "c": "http:/abs/cfg.json"}"#,
+        )
+        .unwrap();
+        let c = Catalog::read(&file).unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            c.spec("a"),
+            Some(format!("replay:{}", base.join("p.jsonl").display()).as_str())
+        );
+        assert_eq!(
+            (c.spec("b"), c.spec("c"), c.spec("replay:p.jsonl")),
+            (Some("sim:records=3"), Some("http:/abs/cfg.json"), None)
+        );
+        assert_eq!(c.names().collect::<Vec<_>>(), ["a", "b", "c"]);
+        // A recorded spec with its provenance is still the declared one.
+        assert_eq!(c.name_of("http:/abs/cfg.json#server=x 1"), Some("c"));
+        assert_eq!(c.name_of("http:/other.json"), None);
+        for (text, words) in [
+            ("[]", "JSON object"),
+            (r#"{"a": 1}"#, "must be a string"),
+            (r#"{"": "sim:"}"#, "source name"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = Catalog::read(&file).unwrap_err().to_string();
+            assert!(e.contains(words), "{text}: {e}");
+        }
+    }
+}

@@ -402,3 +402,86 @@ fn target(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+
+    fn parse(v: Value, env: Option<&str>) -> Result<McpConfig, String> {
+        McpConfig::from_value(Path::new("/cfg/m.json"), &v, |_| env.map(Into::into))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn secrets_are_never_shown_and_paths_are_taken_from_the_config() {
+        let c = parse(json!({"command": ["srv"], "env": {"TOKEN": "canary-env-1"}, "cwd": "work", "stderr_log": "e.log", "tool": "t"}), None).unwrap();
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("canary") && shown.contains("Secret(<redacted>)"),
+            "{shown}"
+        );
+        let Transport::Command {
+            cwd, stderr_log, ..
+        } = &c.transport
+        else {
+            panic!("{shown}")
+        };
+        assert_eq!(
+            (cwd.as_deref(), stderr_log.as_deref()),
+            (Some(Path::new("/cfg/work")), Some(Path::new("/cfg/e.log")))
+        );
+        let c = parse(
+            json!({"url": "http://127.0.0.1:1/mcp", "auth_env": "T", "tool": "t"}),
+            Some("canary-bearer-2"),
+        )
+        .unwrap();
+        assert!(!format!("{c:?}").contains("canary"));
+        let e = parse(
+            json!({"url": "http://127.0.0.1:1/mcp", "auth_env": "T", "tool": "t"}),
+            Some("bad\nvalue"),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("control characters") && !e.contains("bad\n"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_argument_names_are_the_mappings_parameters() {
+        let c = parse(json!({"command": ["srv"], "tool": "t", "cursor_arg": "after", "page_size_arg": "first"}), None).unwrap();
+        let mut sent: Vec<&str> = c.mapping.sent_names().collect();
+        sent.sort_unstable();
+        assert_eq!(sent, ["after", "first"]);
+        for (cfg, words) in [
+            (
+                json!({"command": ["srv"], "tool": "t", "page_param": "p"}),
+                "the key is \"page_arg\"",
+            ),
+            (
+                json!({"command": ["srv"], "tool": "t", "env": {"A=B": "x"}}),
+                "must name a variable",
+            ),
+            (
+                json!({"command": ["srv"], "tool": "t", "auth_env": "T"}),
+                "applies to \"url\" only",
+            ),
+            (
+                json!({"url": "http://h/mcp", "tool": "t", "cwd": "x"}),
+                "applies to \"command\" only",
+            ),
+            (
+                json!({"command": ["srv"], "tool": "t", "max_result_bytes": 0}),
+                "max_result_bytes",
+            ),
+            (
+                json!({"command": ["srv", ""], "tool": "t"}),
+                "non-empty string",
+            ),
+        ] {
+            let e = parse(cfg.clone(), None).unwrap_err();
+            assert!(e.contains(words), "{cfg}: {e}");
+        }
+    }
+}

@@ -545,7 +545,7 @@ fn the_servers_stderr_and_environment_never_reach_our_output() -> TestResult {
             json!({"env": {"PEER_SECRET2": canary_cfg}, "stderr_log": "peer.stderr"}),
         ),
     );
-    for verbosity in ["-q", "-vv"] {
+    for verbosity in ["-q", "-vvv"] {
         util::write(
             dir.path(),
             "env.contract.json",

@@ -29,6 +29,8 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 #[derive(Clone)]
 struct Pages {
     revoke: Arc<AtomicBool>,
+    /// The `Authorization` headers the server received.
+    auth_seen: Arc<std::sync::Mutex<Vec<String>>>,
     revoke_after_first: bool,
     padding_bytes: usize,
 }
@@ -121,6 +123,7 @@ fn serve(pages: Pages) -> String {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             let revoke = Arc::clone(&pages.revoke);
+            let seen = Arc::clone(&pages.auth_seen);
             let factory = pages.clone();
             let service: StreamableHttpService<Pages, LocalSessionManager> =
                 StreamableHttpService::new(
@@ -132,12 +135,21 @@ fn serve(pages: Pages) -> String {
                 let (stream, _) = listener.accept().await.unwrap();
                 let service = service.clone();
                 let revoke = Arc::clone(&revoke);
+                let seen = Arc::clone(&seen);
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(
                         move |req: hyper::Request<hyper::body::Incoming>| {
                             let service = service.clone();
                             let revoke = Arc::clone(&revoke);
+                            let seen = Arc::clone(&seen);
                             async move {
+                                if let Some(a) = req
+                                    .headers()
+                                    .get("authorization")
+                                    .and_then(|v| v.to_str().ok())
+                                {
+                                    seen.lock().unwrap().push(a.to_owned());
+                                }
                                 if revoke.load(Ordering::SeqCst)
                                     && req.method() == hyper::Method::POST
                                 {
@@ -183,6 +195,7 @@ fn rmcp_over_http_is_verified_and_records_the_server() -> TestResult {
     let dir = tempfile::tempdir()?;
     let url = serve(Pages {
         revoke: Arc::default(),
+        auth_seen: Arc::default(),
         revoke_after_first: false,
         padding_bytes: 0,
     });
@@ -214,6 +227,7 @@ fn access_revoked_after_page_one_is_access_denied() -> TestResult {
     let dir = tempfile::tempdir()?;
     let url = serve(Pages {
         revoke: Arc::default(),
+        auth_seen: Arc::default(),
         revoke_after_first: true,
         padding_bytes: 0,
     });
@@ -241,6 +255,7 @@ fn a_result_over_the_bound_is_an_invalid_page() -> TestResult {
     let dir = tempfile::tempdir()?;
     let url = serve(Pages {
         revoke: Arc::default(),
+        auth_seen: Arc::default(),
         revoke_after_first: false,
         padding_bytes: 20_000,
     });
@@ -267,6 +282,7 @@ fn resources_list_is_followed_by_its_opaque_cursors() -> TestResult {
     let dir = tempfile::tempdir()?;
     let url = serve(Pages {
         revoke: Arc::default(),
+        auth_seen: Arc::default(),
         revoke_after_first: false,
         padding_bytes: 0,
     });
@@ -294,5 +310,53 @@ fn resources_list_is_followed_by_its_opaque_cursors() -> TestResult {
     );
     let out = bin(dir.path(), &["export", "latest"], &[]);
     assert_eq!(out.stdout.lines().next(), Some("mem://r/1"));
+    Ok(())
+}
+
+#[test]
+fn the_bearer_token_goes_only_into_the_authorization_header() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let pages = Pages {
+        revoke: Arc::default(),
+        auth_seen: Arc::default(),
+        revoke_after_first: false,
+        padding_bytes: 0,
+    };
+    let seen = Arc::clone(&pages.auth_seen);
+    let url = serve(pages);
+    let canary = "canary-mcp-bearer-3e8a";
+    let src = things_config(dir.path(), &url, json!({"auth_env": "SL_MCP_TEST_TOKEN"}));
+    util::write(
+        dir.path(),
+        "c.json",
+        &json!({"source": "things"}).to_string(),
+    );
+    let r = bin(
+        dir.path(),
+        &[
+            "-vv",
+            "--json",
+            "scan",
+            "--contract",
+            "c.json",
+            "--source",
+            &src,
+        ],
+        &[("SL_MCP_TEST_TOKEN", canary)],
+    );
+    assert_eq!(r.exit, 0, "{}", r.stderr);
+    let headers = seen.lock().unwrap().clone();
+    assert!(
+        !headers.is_empty() && headers.iter().all(|a| *a == format!("Bearer {canary}")),
+        "{headers:?}"
+    );
+    for text in [&r.stdout, &r.stderr] {
+        assert!(!text.contains(canary), "the token leaked:\n{text}");
+    }
+    let file = std::fs::read(dir.path().join("s.redb"))?;
+    assert!(
+        !file.windows(canary.len()).any(|w| w == canary.as_bytes()),
+        "the token is in the store"
+    );
     Ok(())
 }

@@ -384,10 +384,8 @@ fn a_cancelled_scan_stops_at_a_page_boundary_and_stays_resumable() -> TestResult
             "{v}"
         );
         let pages = v["observed_so_far"]["pages"].as_u64().unwrap_or(0);
-        assert!(
-            (3..=12).contains(&pages),
-            "stopped after {pages} pages: {v}"
-        );
+        // Cancelled well before the 40 pages (4 s) the scan would take.
+        assert!((1..40).contains(&pages), "stopped after {pages} pages: {v}");
         assert_eq!(
             v["resume_scan"],
             json!({"tool": "resume_scan", "arguments": {"run_id": "run-1"}})
