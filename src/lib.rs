@@ -17,6 +17,10 @@
 //! assert_eq!(inventory.ids().count(), 1_000);
 //! ```
 //!
+//! For agents (default feature `mcp`): [`McpSource`] pages an MCP tool, `mcp::Server` serves
+//! scans and receipts as MCP tools, and `mcp::Proxy` fronts an MCP server so that its paginated
+//! tools answer the whole collection or an explicit incomplete read (docs/guide-mcp.md).
+//!
 //! The durable path: a scan recorded in a store, its receipt read back and verified (the
 //! `examples/` folder runs both paths whole: `cargo run --example collect`, `--example durable`;
 //! the command line and its dependencies are the default feature `cli`, which a library user
