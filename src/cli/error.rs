@@ -10,7 +10,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use scanledger::{ContractError, Error, OpenError, ReadError, SourceError, WriteError};
+use scanledger::{
+    terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
+};
 use serde::Serialize;
 
 use super::Out;
@@ -148,8 +150,13 @@ impl CliError {
             (Some(file), Some(_)) => strip_prefix_path(&self.message, file),
             _ => self.message.clone(),
         };
+        // A message, a hint or a path may hold text from a source or a store (a label name,
+        // a snapshot, a recorded source spec): escaped, it cannot move the cursor or forge a
+        // line. Our own styles are added after.
+        let (place, message) = (terminal_safe(&place), terminal_safe(&message));
         let mut s = format!("{red}error:{red:#} {place}{message}\n");
         if let Some(h) = &self.hint {
+            let h = terminal_safe(h);
             s.push_str(&format!("  {bold}hint:{bold:#} {h}\n"));
         }
         s

@@ -84,10 +84,12 @@ impl Out {
         }
     }
 
-    /// A note to stderr (`note: ...`), unless `-q` or `--json`.
+    /// A note to stderr (`note: ...`), unless `-q` or `--json`; one line, with any text from
+    /// a source in it escaped.
     pub(crate) fn note(&self, text: &str) {
         if !self.quiet && !self.json {
             let bold = Style::new().bold();
+            let text = scanledger::terminal_safe(text);
             let _ = writeln!(anstream::stderr().lock(), "{bold}note:{bold:#} {text}");
         }
     }

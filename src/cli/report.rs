@@ -48,8 +48,8 @@ pub(crate) fn report(
         out.emit(&format!(
             "{run} ({}){vs}: report written to {}\n  open file://{}",
             status.as_str(),
-            path.display(),
-            shown.display()
+            scanledger::terminal_safe(&path.display().to_string()),
+            scanledger::terminal_safe(&shown.display().to_string())
         ))?;
     }
     Ok(status_exit(status))

@@ -6,6 +6,7 @@ mod cli_terminal;
 mod compat;
 mod crash;
 mod evidence;
+mod hostile_text;
 #[cfg(feature = "http")]
 mod http;
 mod inputs;
