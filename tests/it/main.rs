@@ -11,6 +11,7 @@ mod hostile_text;
 mod http;
 mod inputs;
 mod library;
+mod memory;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
