@@ -467,3 +467,71 @@ fn verbose_logs_show_retries_and_policy_decisions_never_a_cursor_and_quiet_says_
         "RUST_LOG=debug"
     );
 }
+
+/// The backticked names in the first column of the first table after `heading` in `doc`
+/// (a cell may name several: `` `a`, `b` ``).
+fn documented_keys(doc: &str, heading: &str) -> Vec<String> {
+    let section = doc
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("no section {heading:?}"))
+        .1;
+    let mut keys = Vec::new();
+    let mut in_table = false;
+    for line in section.lines() {
+        let Some(row) = line.strip_prefix('|') else {
+            if in_table {
+                break;
+            }
+            continue;
+        };
+        in_table = true;
+        let first = row.split('|').next().unwrap_or("");
+        // The header row and the separator have no backticked name.
+        keys.extend(
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .filter(|k| !k.is_empty()),
+        );
+    }
+    keys
+}
+
+#[test]
+fn the_documented_receipt_keys_are_a_real_receipts_keys() {
+    let env = Env::new();
+    let c = env.write("c.json", r#"{"source": "s", "page_size": 100}"#);
+    let (code, out, err) = env.sl(&[
+        "--json",
+        "scan",
+        "--contract",
+        &c,
+        "--source",
+        "sim:records=250,label_every=10",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let receipt: Value = serde_json::from_str(&out).unwrap();
+    let real: Vec<String> = receipt.as_object().unwrap().keys().cloned().collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reference = std::fs::read_to_string(root.join("docs/REFERENCE.md")).unwrap();
+    let format = std::fs::read_to_string(root.join("docs/FORMAT.md")).unwrap();
+    // Both tables list the keys in the receipt's own order.
+    for (doc, heading, text) in [
+        ("docs/REFERENCE.md", "## 7. The receipt", &reference),
+        ("docs/FORMAT.md", "## 6. The receipt", &format),
+    ] {
+        assert_eq!(
+            documented_keys(text, heading),
+            real,
+            "{doc} documents other keys than a receipt has, or in another order"
+        );
+    }
+    let said = format!("exactly these {} keys", real.len());
+    assert!(
+        reference.contains(&said),
+        "docs/REFERENCE.md §7 must say {said:?}"
+    );
+    assert_eq!(real.len(), scanledger::RECEIPT_KEYS.len());
+}
