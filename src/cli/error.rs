@@ -455,8 +455,18 @@ impl From<scanledger::DiffError> for CliError {
 pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if !e.use_stderr() {
-        let _ = e.print();
-        return 0;
+        // `--help` and `--version` go to stdout, which may be full or closed.
+        let text = e.render().ansi().to_string();
+        let mut stdout = anstream::stdout().lock();
+        return match super::output::stdout_written(
+            write!(stdout, "{text}").and_then(|()| stdout.flush()),
+        ) {
+            Ok(()) => 0,
+            Err(err) => {
+                let _ = write!(anstream::stderr().lock(), "{}", err.to_text());
+                err.exit_code
+            }
+        };
     }
     let json = args.iter().any(|a| a == "--json" || a == "--json-lines");
     if !json {

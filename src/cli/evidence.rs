@@ -190,6 +190,7 @@ pub(crate) fn export(
     .and_then(|()| sink.flush());
     drop(sink);
     match written {
+        Err(e) if output.is_none() => super::output::stdout_written(Err(e))?,
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             return Err(CliError::io("write", &path, &e))
         }

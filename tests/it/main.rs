@@ -23,5 +23,6 @@ mod regressions;
 mod report;
 mod resume;
 mod scenarios;
+mod stdout;
 mod store_files;
 mod util;
