@@ -469,7 +469,9 @@ pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
         };
     }
     let json = args.iter().any(|a| a == "--json" || a == "--json-lines");
-    if !json {
+    // A mistyped command gets one suggestion, the same in text and JSON; other errors of the
+    // command line are clap's own text.
+    if !json && e.kind() != ErrorKind::InvalidSubcommand {
         let _ = e.print();
         return EXIT_USAGE;
     }
@@ -484,16 +486,20 @@ pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
     if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
         err.field = Some(arg.clone());
     }
+    // clap lists its suggestions from the least to the most similar: the last is the one.
     if let Some(ContextValue::Strings(s)) = e.get(ContextKind::SuggestedSubcommand) {
-        if let Some(s) = s.first() {
+        if let Some(s) = s.last() {
             err.hint = Some(format!("did you mean `{s}`?"));
         }
     }
     if e.kind() == ErrorKind::InvalidSubcommand && err.hint.is_none() {
         err.hint = Some("`scanledger --help` lists the commands".to_owned());
     }
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{}", err.to_json(false));
+    if json {
+        let _ = writeln!(std::io::stderr().lock(), "{}", err.to_json(false));
+    } else {
+        let _ = write!(anstream::stderr().lock(), "{}", err.to_text());
+    }
     EXIT_USAGE
 }
 
