@@ -1,4 +1,4 @@
-//! The `report` command (issue 15): gathers a run's evidence, renders the self-contained HTML
+//! The `report` command: gathers a run's evidence, renders the self-contained HTML
 //! review packet, writes it, and says where.
 //!
 //! Owns the output path and the exit code only: `report::gather` reads the store and

@@ -2,7 +2,7 @@
 //! (`tests/it/snapshots/`, insta): contract, replay, store, usage errors and their `--json`
 //! objects.
 //!
-//! The defects these pin (issue 13): a cause printed twice (`nope.json: No such file or
+//! The defects these pin: a cause printed twice (`nope.json: No such file or
 //! directory (os error 2): No such file or directory (os error 2)`, `unknown key "page_sise":
 //! unknown key "page_sise"`); replay errors with two different line numbers; contract errors
 //! without a line or a did-you-mean; a missing directory or a directory reported as a corrupt

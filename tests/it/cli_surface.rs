@@ -1,4 +1,4 @@
-//! The surfaces people touch (issue 13), through the real binary: the run lifecycle (Ctrl-C,
+//! The surfaces people touch, through the real binary: the run lifecycle (Ctrl-C,
 //! `interrupted`, filters, `latest`, `delete`, `compact`, `SCANLEDGER_STORE`), output for
 //! programs (`--json` on every command, `--json-lines`), complete lists (`--all`,
 //! `--output`, `export --label`), wording, shell integration and the reference.
@@ -419,6 +419,85 @@ fn the_repository_carries_its_own_reference() {
     );
     let (_, help, _) = util::run(&["scan", "--help"]);
     assert!(!help.contains("SPEC §"), "{help}");
+}
+
+/// Where `text` cites a tracker issue by number (`issue 12`, `Issues 10 and 11`).
+fn cites_an_issue(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    for word in ["issue ", "issues ", "issue #"] {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(word) {
+            let start = from + at;
+            let after = &lower[start + word.len()..];
+            if after.starts_with(|c: char| c.is_ascii_digit()) {
+                let line = text[..start].matches('\n').count() + 1;
+                return Some(format!(
+                    "line {line}: {}",
+                    &text[start..(start + word.len() + 3).min(text.len())]
+                ));
+            }
+            from = start + word.len();
+        }
+    }
+    None
+}
+
+#[test]
+fn no_doc_or_code_comment_cites_the_tracker_or_the_team_spec() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs: Vec<std::path::PathBuf> = [
+        "src", "benches", "tests/it", "examples", "scripts", "docs", "contrib", "fuzz",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    // A bounded walk: the repository's own folders, a few levels deep.
+    let mut seen = 0;
+    while let Some(dir) = dirs.pop() {
+        seen += 1;
+        assert!(seen < 10_000, "too many folders");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if !["target", "corpus", "artifacts", "snapshots"].contains(&name.as_str()) {
+                    dirs.push(p);
+                }
+            } else if [".rs", ".md", ".sh", ".py", ".toml"]
+                .iter()
+                .any(|x| name.ends_with(x))
+            {
+                files.push(p);
+            }
+        }
+    }
+    for doc in ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "Cargo.toml"] {
+        files.push(root.join(doc));
+    }
+    assert!(files.len() > 50, "{} files", files.len());
+    let mut found = Vec::new();
+    // This file names what it looks for.
+    let me = root.join(file!());
+    for p in files.iter().filter(|p| **p != me) {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        if let Some(at) = cites_an_issue(&text) {
+            found.push(format!("{}: {at}", p.display()));
+        }
+        for outside in ["SPEC §", "SPEC.md", "../shared", "the seeds"] {
+            if text.contains(outside) {
+                found.push(format!("{}: {outside}", p.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the product's files must stand alone:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

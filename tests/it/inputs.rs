@@ -2,7 +2,7 @@
 //! the real binary: endless devices, pipes, directories, and small files that once asked for
 //! gigabytes.
 //!
-//! The bugs (issue 10): contracts, receipts and replay files were checked against the size
+//! The bugs: contracts, receipts and replay files were checked against the size
 //! `stat` reports and then read whole, so `/dev/zero` (size 0) was read until memory ran out
 //! and a FIFO without a writer hung the scan; and a 157 KB replay file of 2,275
 //! `{"range": [1, 100000]}` lines expanded every generator when the file was opened, about

@@ -1,4 +1,4 @@
-//! Regressions of the hostile and senior reviews (issues 10 and 11), one test per reproduced
+//! Regressions of the hostile and senior reviews, one test per reproduced
 //! defect, through the real binary unless the defect is in the library. Each test says what
 //! went wrong, how it showed, and what it simulates.
 

@@ -1,4 +1,4 @@
-//! `report` through the real binary (issue 15): the HTML review packet of a fixture run with a
+//! `report` through the real binary: the HTML review packet of a fixture run with a
 //! reference, a label and violations, opened in headless Chromium; its figures following the
 //! fixture; its default path, exit codes and escaping.
 //!

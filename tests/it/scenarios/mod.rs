@@ -55,26 +55,26 @@ const SPECIAL_KEYS: &[&str] = &[
 /// The folders that also run through the binary: each exit code (0, 3, 4), a restart (the
 /// superseded run's receipt is read back too) and retried timeouts.
 const SMOKE: &[&str] = &[
-    "seed-final-page-has-no-cursor",
-    "seed-snapshot-changes-restart",
-    "seed-page-limit-reached",
-    "seed-second-page-timeout",
-    "seed-cursor-repeats-at-page-three",
+    "incident-final-page-has-no-cursor",
+    "incident-snapshot-changes-restart",
+    "incident-page-limit-reached",
+    "incident-second-page-timeout",
+    "incident-cursor-repeats-at-page-three",
 ];
 
-/// The fixtures of the three source incidents the project's own tests must cover (the snapshot change in
-/// both of its policies).
-const SEED_FIXTURES: &[&str] = &[
-    "seed-first-page-clean-later-page-flagged",
-    "seed-cursor-repeats-at-page-three",
-    "seed-count-matches-but-ids-duplicated",
-    "seed-snapshot-changes-block",
-    "seed-snapshot-changes-restart",
-    "seed-page-limit-reached",
-    "seed-final-page-has-no-cursor",
-    "seed-filter-changes-during-retry",
-    "seed-second-page-timeout",
-    "seed-genuinely-empty",
+/// The incidents every build must keep covering, one folder each (the snapshot change in both
+/// of its policies).
+const INCIDENTS: &[&str] = &[
+    "incident-first-page-clean-later-page-flagged",
+    "incident-cursor-repeats-at-page-three",
+    "incident-count-matches-but-ids-duplicated",
+    "incident-snapshot-changes-block",
+    "incident-snapshot-changes-restart",
+    "incident-page-limit-reached",
+    "incident-final-page-has-no-cursor",
+    "incident-filter-changes-during-retry",
+    "incident-second-page-timeout",
+    "incident-genuinely-empty",
 ];
 
 fn scenario_root() -> PathBuf {
@@ -122,7 +122,7 @@ fn distinctive_cursors(pages: &Path) -> Vec<String> {
 }
 
 /// The status docs/REFERENCE.md §6 assigns to a violation kind.
-fn spec_status(kind: &str) -> Option<&'static str> {
+fn documented_status(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "repeated_cursor"
         | "duplicate_id"
@@ -198,7 +198,7 @@ fn receipt_laws(r: &Value, exit: i32, errs: &mut Vec<String>) {
     // force nothing worse than `unknown` is never `failed`.
     let mut worst = "verified";
     for k in &kinds {
-        match spec_status(k) {
+        match documented_status(k) {
             None => errs.push(format!("unknown violation kind {k:?}")),
             Some("failed") => worst = "failed",
             Some(_) if worst == "verified" => worst = "unknown",
@@ -658,7 +658,7 @@ fn smoke_scenarios_through_the_binary_match_and_agree_with_the_library() -> Test
 }
 
 #[test]
-fn scenarios_cover_every_rule_and_seed_fixture() -> TestResult {
+fn scenarios_cover_every_rule_and_incident() -> TestResult {
     let mut covered = BTreeSet::new();
     for dir in subdirs(&scenario_root()) {
         let expect = read_json(&dir.join("expect.json"))?;
@@ -677,10 +677,10 @@ fn scenarios_cover_every_rule_and_seed_fixture() -> TestResult {
         .filter(|r| !covered.contains(r))
         .collect();
     assert!(missing.is_empty(), "no scenario covers {missing:?}");
-    for seed in SEED_FIXTURES {
+    for incident in INCIDENTS {
         assert!(
-            scenario_root().join(seed).is_dir(),
-            "seed fixture {seed} has no scenario folder"
+            scenario_root().join(incident).is_dir(),
+            "the incident {incident} has no scenario folder"
         );
     }
     Ok(())
