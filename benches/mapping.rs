@@ -4,7 +4,7 @@
 //! Run:   cargo bench --bench mapping
 //! One:   cargo bench --bench mapping -- 'mapping/map_body/list_100'
 //!
-//! Target (issue 7): at most 50 µs per page for a recorded 100-item response.
+//! Target: at most 50 µs per page for a recorded 100-item response.
 //!
 //! Datasets (fixed seed; item shapes recorded from the APIs' documented responses):
 //! - `list_100`: a list endpoint answering 100 records of five fields (`id`, `name`,

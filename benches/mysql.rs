@@ -10,7 +10,7 @@
 //! Each round scans the whole table twice, without and with five content columns, in
 //! alternating order, through `scanledger::scan` (keyset pages of 10,000 in one consistent
 //! snapshot, the reconciler, an in-memory sink). It prints the median time of each, the
-//! rows per second and the ratio with/without (issue 9's target: at most 1.5).
+//! rows per second and the ratio with/without (the target: at most 1.5).
 //!
 //! Back of the envelope: a keyset page of 10,000 narrow rows is a short range scan of the
 //! primary key, ~5 ms on the server and a few MB on the wire; 1 M rows are 100 pages, ~1 s.

@@ -13,7 +13,7 @@
 //! Back of the envelope: serde_json skims JSON at ~1 GB/s when it keeps nothing and checks
 //! nothing (IgnoredAny), ~0.5 GB/s when a visitor sees every string (UTF-8 checked); a
 //! listed string ID is ~19.5 bytes, so ~25-50 M IDs/s per pass is the ceiling of a parse,
-//! and the end-to-end target of 10 M IDs/s (issue 12) leaves the store and the reconciler
+//! and the end-to-end target of 10 M IDs/s leaves the store and the reconciler
 //! most of the budget only if both passes together stay under ~40 ns per ID.
 
 use std::hint::black_box;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end replay figures of issue 12, through the release binary (the source's own parse
+# End-to-end replay figures, through the release binary (the source's own parse
 # rate, without the store, is `cargo bench --bench replay`):
 #   1. `scan --checkpoint-every 100` of IDS `customer-N` string IDs (prefixed codec) listed in
 #      pages of 1,000: the median wall time of RUNS runs, in IDs/s;

@@ -2,7 +2,7 @@
 //!
 //! Run:   cargo bench --bench report
 //!
-//! Target (issue 15): under one second. Back of the envelope: rendering is a function of the
+//! Target: under one second. Back of the envelope: rendering is a function of the
 //! number of partitions (155 cells, a few lists capped at 32 entries), not of the IDs:
 //! microseconds. Gathering from the store loads the run whole (155 bitmaps of ~8 KiB), builds
 //! its receipt (the Merkle root hashes 40 MB of canonical IDs with SHA-256: ~100-200 ms on

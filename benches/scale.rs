@@ -1,6 +1,6 @@
 //! How a scan's cost grows with the collection: random IDs at 20 % density (the `sim` source's
 //! fixed permutation, pages of 1,000 in random order) at 10 M and 100 M IDs, and dense IDs at
-//! 1 billion, through the library into a real store, as issue 12 states its targets:
+//! 1 billion, through the library into a real store, against these targets:
 //! - 100 M random IDs take at most 11x the time of 10 M (median of the repeats);
 //! - the bytes written to the file are at most 1.5x the final file's size;
 //! - peak RSS of one run of 1 billion dense IDs at most 128 MB, of 100 M random IDs at most

@@ -5,11 +5,17 @@
 # packet: the HTML report of the resumed run against the week-before run.
 # Usage: bash scripts/demo.sh [DIR]   (default DIR: target/demo; builds in release; takes
 # about a minute on 2 cores). Everything it writes stays in DIR, named at the end.
+# SCANLEDGER_BIN=PATH runs that binary instead of building one (the test suite runs the
+# demo this way with its debug build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet
-bin="$PWD/target/release/scanledger"
+if [ -n "${SCANLEDGER_BIN:-}" ]; then
+  bin="$SCANLEDGER_BIN"
+else
+  cargo build --release --quiet
+  bin="$PWD/target/release/scanledger"
+fi
 work="${1:-target/demo}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"

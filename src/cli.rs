@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use clap::{ArgAction, CommandFactory, Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand};
 
 use scanledger::{Receipt, RunId, Snapshot, Status, Store, StoreOptions};
 
@@ -459,11 +459,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             ttl_seconds,
         } => evidence::page(out, run, token.as_deref(), size, ttl_seconds),
         Command::Explain { kind } => docs::explain(out, kind.as_deref()),
-        Command::Completions { shell } => {
-            let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "scanledger", &mut std::io::stdout());
-            Ok(0)
-        }
+        Command::Completions { shell } => docs::completions(shell),
         Command::Man => docs::man(),
         #[cfg(feature = "mcp")]
         Command::Mcp {
@@ -520,6 +516,7 @@ pub(crate) fn open_write(out: &Out, options: StoreOptions) -> Result<Store, CliE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_consistent() {

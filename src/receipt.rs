@@ -518,26 +518,42 @@ pub fn merkle_root_of(ids: &IdSet, codec: &IdCodec) -> (digest::Hash, u64) {
 /// assert_eq!(scanledger::rfc3339(0), "1970-01-01T00:00:00.000Z");
 /// assert_eq!(scanledger::rfc3339(1_788_081_480_000), "2026-08-30T09:18:00.000Z");
 /// ```
+///
+/// A time past the year 9999, which no clock gives (only a damaged record could hold one),
+/// is shown as its milliseconds rather than as a date it is not.
 #[must_use]
 pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil from days (Howard Hinnant's algorithm), for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        ms % 1000
-    )
+    match i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+    {
+        Some(t) => format!("{t:.3}"),
+        None => format!("{ms} ms after 1970-01-01T00:00:00Z"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn timestamps_are_rfc_3339_utc_with_three_fraction_digits() {
+        // Expected values from Python's datetime, an implementation of its own.
+        for (ms, text) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+            (1_735_689_599_007, "2024-12-31T23:59:59.007Z"),
+            (1_788_081_480_000, "2026-08-30T09:18:00.000Z"),
+            (4_107_542_400_999, "2100-03-01T00:00:00.999Z"),
+            (253_402_207_199_999, "9999-12-30T21:59:59.999Z"),
+        ] {
+            assert_eq!(rfc3339(ms), text, "{ms}");
+        }
+        // No clock gives these: shown as what they are, never as another date.
+        assert_eq!(
+            rfc3339(u64::MAX),
+            "18446744073709551615 ms after 1970-01-01T00:00:00Z"
+        );
+        assert!(rfc3339(253_402_300_800_000).ends_with(" ms after 1970-01-01T00:00:00Z"));
+    }
 }

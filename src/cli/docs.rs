@@ -162,15 +162,18 @@ pub(crate) fn man() -> Result<i32, CliError> {
     let mut buf = Vec::new();
     page.render(&mut buf)
         .map_err(|e| CliError::internal(format!("cannot render the man page: {e}")))?;
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&buf) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::internal(format!(
-            "cannot write to stdout: {}",
-            super::error::io_words(&e)
-        ))),
-        _ => Ok(0),
-    }
+    super::output::write_raw(&buf)?;
+    Ok(0)
+}
+
+/// `completions SHELL`: the completion script, on stdout. Generated into memory first, so a
+/// failed write is an error, not a panic inside the generator.
+pub(crate) fn completions(shell: clap_complete::Shell) -> Result<i32, CliError> {
+    let mut cmd = super::Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "scanledger", &mut buf);
+    super::output::write_raw(&buf)?;
+    Ok(0)
 }
 
 #[cfg(test)]

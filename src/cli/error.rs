@@ -10,7 +10,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use scanledger::{ContractError, Error, OpenError, ReadError, SourceError, WriteError};
+use scanledger::{
+    terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
+};
 use serde::Serialize;
 
 use super::Out;
@@ -148,8 +150,13 @@ impl CliError {
             (Some(file), Some(_)) => strip_prefix_path(&self.message, file),
             _ => self.message.clone(),
         };
+        // A message, a hint or a path may hold text from a source or a store (a label name,
+        // a snapshot, a recorded source spec): escaped, it cannot move the cursor or forge a
+        // line. Our own styles are added after.
+        let (place, message) = (terminal_safe(&place), terminal_safe(&message));
         let mut s = format!("{red}error:{red:#} {place}{message}\n");
         if let Some(h) = &self.hint {
+            let h = terminal_safe(h);
             s.push_str(&format!("  {bold}hint:{bold:#} {h}\n"));
         }
         s
@@ -448,11 +455,23 @@ impl From<scanledger::DiffError> for CliError {
 pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if !e.use_stderr() {
-        let _ = e.print();
-        return 0;
+        // `--help` and `--version` go to stdout, which may be full or closed.
+        let text = e.render().ansi().to_string();
+        let mut stdout = anstream::stdout().lock();
+        return match super::output::stdout_written(
+            write!(stdout, "{text}").and_then(|()| stdout.flush()),
+        ) {
+            Ok(()) => 0,
+            Err(err) => {
+                let _ = write!(anstream::stderr().lock(), "{}", err.to_text());
+                err.exit_code
+            }
+        };
     }
     let json = args.iter().any(|a| a == "--json" || a == "--json-lines");
-    if !json {
+    // A mistyped command gets one suggestion, the same in text and JSON; other errors of the
+    // command line are clap's own text.
+    if !json && e.kind() != ErrorKind::InvalidSubcommand {
         let _ = e.print();
         return EXIT_USAGE;
     }
@@ -467,16 +486,20 @@ pub(crate) fn clap_exit(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
     if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
         err.field = Some(arg.clone());
     }
+    // clap lists its suggestions from the least to the most similar: the last is the one.
     if let Some(ContextValue::Strings(s)) = e.get(ContextKind::SuggestedSubcommand) {
-        if let Some(s) = s.first() {
+        if let Some(s) = s.last() {
             err.hint = Some(format!("did you mean `{s}`?"));
         }
     }
     if e.kind() == ErrorKind::InvalidSubcommand && err.hint.is_none() {
         err.hint = Some("`scanledger --help` lists the commands".to_owned());
     }
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{}", err.to_json(false));
+    if json {
+        let _ = writeln!(std::io::stderr().lock(), "{}", err.to_json(false));
+    } else {
+        let _ = write!(anstream::stderr().lock(), "{}", err.to_text());
+    }
     EXIT_USAGE
 }
 

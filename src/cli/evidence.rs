@@ -15,8 +15,8 @@ use super::output::count;
 use super::{open_read, status_exit, CliError, Out, RunArg};
 use scanledger::token::TOKEN_TTL_SECONDS_MAX;
 use scanledger::{
-    IdCodecKind, IdSet, Mismatch, Receipt, Renderer, RunHeader, RunId, Snapshot, Status,
-    ITEMS_PER_PAGE_MAX,
+    terminal_safe, IdCodecKind, IdSet, Mismatch, Receipt, Renderer, RunHeader, RunId, Snapshot,
+    Status, ITEMS_PER_PAGE_MAX,
 };
 
 /// A receipt file larger than this is refused before it is read (bytes). A receipt holds at
@@ -80,8 +80,8 @@ pub(crate) fn verify(out: &Out, file: &Path) -> Result<i32, CliError> {
         out.emit(&format!(
             "{}: receipt verified against store {}: every field recomputes \
              ({}, {} in {}, merkle root {}, chain {})",
-            receipt.run_id,
-            store_path.display(),
+            terminal_safe(&receipt.run_id),
+            terminal_safe(&store_path.display().to_string()),
             count(receipt.pages_observed, "page", "pages"),
             count(receipt.unique_ids_observed, "unique ID", "unique IDs"),
             count(receipt.partitions, "partition", "partitions"),
@@ -89,14 +89,16 @@ pub(crate) fn verify(out: &Out, file: &Path) -> Result<i32, CliError> {
             receipt.cursor_chain_digest
         ))?;
     } else {
+        // A mismatch names the receipt's own fields and values (a label name, a snapshot):
+        // the receipt is untrusted input, so each line is escaped.
         let mut text = format!(
             "{}: receipt REJECTED by store {}: {}",
             shown_run(&receipt.run_id),
-            store_path.display(),
-            mismatches[0]
+            terminal_safe(&store_path.display().to_string()),
+            terminal_safe(&mismatches[0].to_string())
         );
         for m in &mismatches[1..] {
-            text.push_str(&format!("\n  also {m}"));
+            text.push_str(&format!("\n  also {}", terminal_safe(&m.to_string())));
         }
         out.emit(&text)?;
     }
@@ -188,6 +190,7 @@ pub(crate) fn export(
     .and_then(|()| sink.flush());
     drop(sink);
     match written {
+        Err(e) if output.is_none() => super::output::stdout_written(Err(e))?,
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             return Err(CliError::io("write", &path, &e))
         }
@@ -208,7 +211,10 @@ pub(crate) fn export(
                 "output": p.display().to_string(),
             }))?;
         } else if !out.quiet {
-            out.emit(&format!("{run}: {what} written to {}", p.display()))?;
+            out.emit(&format!(
+                "{run}: {what} written to {}",
+                terminal_safe(&p.display().to_string())
+            ))?;
         }
     }
     if header.coverage_status != Status::Verified {
@@ -230,9 +236,15 @@ fn label_ids(snap: &Snapshot<'_>, run: RunId, name: &str) -> Result<IdSet, CliEr
     if names.iter().any(|n| n == name) {
         return Ok(ids);
     }
+    // Label names come from the source: escaped, so a name cannot forge a line (the error's
+    // text is escaped again as a whole; this keeps the hint safe wherever it goes).
     let hint = if names.is_empty() {
         format!("{run} carries no label")
     } else {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| terminal_safe(n).into_owned())
+            .collect();
         format!("its labels: {}", names.join(", "))
     };
     Err(usage(format!("{run} has no label {name:?}"))

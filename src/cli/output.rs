@@ -45,15 +45,11 @@ impl Out {
         }
     }
 
-    /// Writes `text` and a newline to stdout; a closed pipe ends the output quietly.
+    /// Writes `text` and a newline to stdout (colour dropped off a terminal); see
+    /// [`stdout_written`] for what a failed write does.
     pub(crate) fn emit(&self, text: &str) -> Result<(), CliError> {
         let mut out = anstream::stdout().lock();
-        match writeln!(out, "{text}") {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::internal(
-                format!("cannot write to stdout: {}", super::error::io_words(&e)),
-            )),
-            _ => Ok(()),
-        }
+        stdout_written(writeln!(out, "{text}").and_then(|()| out.flush()))
     }
 
     /// Writes one JSON value: pretty, or compact on one line with `--json-lines`.
@@ -84,10 +80,12 @@ impl Out {
         }
     }
 
-    /// A note to stderr (`note: ...`), unless `-q` or `--json`.
+    /// A note to stderr (`note: ...`), unless `-q` or `--json`; one line, with any text from
+    /// a source in it escaped.
     pub(crate) fn note(&self, text: &str) {
         if !self.quiet && !self.json {
             let bold = Style::new().bold();
+            let text = scanledger::terminal_safe(text);
             let _ = writeln!(anstream::stderr().lock(), "{bold}note:{bold:#} {text}");
         }
     }
@@ -103,6 +101,33 @@ impl Out {
             format!("scanledger resume {run}")
         }
     }
+}
+
+/// Writes `bytes` to stdout as they are (a completion script, a man page) and flushes; see
+/// [`stdout_written`].
+pub(crate) fn write_raw(bytes: &[u8]) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    stdout_written(out.write_all(bytes).and_then(|()| out.flush()))
+}
+
+/// What a write to stdout came to. A closed pipe (`scanledger runs | head -1`) ends the
+/// output quietly: nothing more is written and nothing is said, and the command keeps its own
+/// exit code (0, or the run's status, so a cut-off receipt never reads as verified). Any
+/// other failure (a full disk) is one sentence and exit 1.
+pub(crate) fn stdout_written(result: std::io::Result<()>) -> Result<(), CliError> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(stdout_error(&e)),
+        _ => Ok(()),
+    }
+}
+
+/// The error of a failed write to stdout (exit 1).
+pub(crate) fn stdout_error(e: &std::io::Error) -> CliError {
+    CliError::internal(format!(
+        "cannot write to stdout: {}",
+        super::error::io_words(e)
+    ))
+    .with_kind("stdout")
 }
 
 /// A word as a POSIX shell reads it back: quoted when it holds anything but plain characters.

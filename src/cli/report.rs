@@ -1,4 +1,4 @@
-//! The `report` command (issue 15): gathers a run's evidence, renders the self-contained HTML
+//! The `report` command: gathers a run's evidence, renders the self-contained HTML
 //! review packet, writes it, and says where.
 //!
 //! Owns the output path and the exit code only: `report::gather` reads the store and
@@ -48,8 +48,8 @@ pub(crate) fn report(
         out.emit(&format!(
             "{run} ({}){vs}: report written to {}\n  open file://{}",
             status.as_str(),
-            path.display(),
-            shown.display()
+            scanledger::terminal_safe(&path.display().to_string()),
+            scanledger::terminal_safe(&shown.display().to_string())
         ))?;
     }
     Ok(status_exit(status))

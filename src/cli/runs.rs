@@ -196,9 +196,12 @@ pub(crate) fn compact(out: &Out) -> Result<i32, CliError> {
         match (before, after) {
             (Some(b), Some(a)) => out.emit(&format!(
                 "store {} compacted: {b} bytes before, {a} after",
-                path.display()
+                scanledger::terminal_safe(&path.display().to_string())
             ))?,
-            _ => out.emit(&format!("store {} compacted", path.display()))?,
+            _ => out.emit(&format!(
+                "store {} compacted",
+                scanledger::terminal_safe(&path.display().to_string())
+            ))?,
         }
     }
     Ok(0)

@@ -80,7 +80,7 @@ pub(super) async fn with_retries<S: PageSource>(
                 if backoff >= left {
                     tracing::info!(
                         "{}: attempt {} of {attempts} failed; the deadline comes before the next",
-                        req.request.describe(),
+                        crate::receipt::terminal_safe(&req.request.describe()),
                         attempt + 1
                     );
                     tokio::time::sleep(left).await;
@@ -90,7 +90,7 @@ pub(super) async fn with_retries<S: PageSource>(
             // The request is described by its cursor's fingerprint, never the cursor.
             tracing::info!(
                 "{}: attempt {} of {attempts} failed ({}); retrying in {} ms",
-                req.request.describe(),
+                crate::receipt::terminal_safe(&req.request.describe()),
                 attempt + 1,
                 match last {
                     FetchFailure::ServerError => "server error",

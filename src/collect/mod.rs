@@ -332,7 +332,7 @@ async fn drive<S: PageSource, L: RunLog>(
                 ExpiredPolicy::Block => {
                     tracing::info!(
                         "{} expired; on_expired_cursor is block: the run stops",
-                        request.describe()
+                        crate::receipt::terminal_safe(&request.describe())
                     );
                     rec.fetch_failed(
                         FetchFailure::ExpiredCursor,
@@ -343,7 +343,7 @@ async fn drive<S: PageSource, L: RunLog>(
                 ExpiredPolicy::HighWater => {
                     tracing::info!(
                         "{} expired; on_expired_cursor is high_water: continuing after the last key",
-                        request.describe()
+                        crate::receipt::terminal_safe(&request.describe())
                     );
                     high_water_turns += 1;
                     let switched = if high_water_turns <= RESTARTS_MAX {
@@ -365,7 +365,7 @@ async fn drive<S: PageSource, L: RunLog>(
                 ExpiredPolicy::Restart => {
                     tracing::info!(
                         "{} expired; on_expired_cursor is restart: a new run under a fresh snapshot",
-                        request.describe()
+                        crate::receipt::terminal_safe(&request.describe())
                     );
                     rec.fetch_failed(
                         FetchFailure::ExpiredCursor,

@@ -164,20 +164,22 @@ fn figures(h: &mut String, input: &ReportInput) {
     let expected = r
         .records_expected
         .map_or_else(String::new, |e| format!(" · {} expected", thousands(e)));
-    let kept = r.violations.len() as u64;
+    let violations = (r.violations.len() as u64).saturating_add(r.violations_dropped);
+    // Each label agrees with its figure: "1 partition", "3 partitions".
+    let noun =
+        |n: u64, one: &str, many: &str| (thousands(n), if n == 1 { one } else { many }.to_owned());
+    let (ids, ids_label) = noun(r.unique_ids_observed, "unique ID", "unique IDs");
     let cards = [
-        (
-            thousands(r.unique_ids_observed),
-            format!("unique IDs{expected}"),
+        (ids, format!("{ids_label}{expected}")),
+        noun(
+            u64::from(r.pages_observed),
+            "page observed",
+            "pages observed",
         ),
-        (thousands(r.pages_observed), "pages observed".to_owned()),
-        (thousands(r.partitions), "partitions".to_owned()),
-        (thousands(r.duplicate_ids), "duplicate IDs".to_owned()),
-        (
-            thousands(kept.saturating_add(r.violations_dropped)),
-            "violations".to_owned(),
-        ),
-        (thousands(r.labels.len() as u64), "labels".to_owned()),
+        noun(r.partitions, "partition", "partitions"),
+        noun(r.duplicate_ids, "duplicate ID", "duplicate IDs"),
+        noun(violations, "violation", "violations"),
+        noun(r.labels.len() as u64, "label", "labels"),
     ];
     h.push_str("<div class=\"figures\">");
     for (value, what) in cards {

@@ -1,4 +1,4 @@
-//! The review packet (issue 15): one self-contained HTML file per run, for a person deciding
+//! The review packet: one self-contained HTML file per run, for a person deciding
 //! whether to trust "all records were checked".
 //!
 //! Owns: `ReportInput`, the plain data a report is made of, and `render`, which turns it into

@@ -217,7 +217,7 @@ fn verdicts_say_what_is_proven_and_what_is_not() {
     let v = verdict(&input(r, vec![]));
     assert_eq!(
         v.headline,
-        "Failed: the source returned a cursor it had returned before (a loop) on page 3; 4 unique records were read over 3 pages, and this is NOT an inventory."
+        "Failed: the source returned a cursor it had returned before (a loop) on page 3 (and 1 more violation); 4 unique records were read over 3 pages, and this is NOT an inventory."
     );
 
     let mut r = receipt(Status::Unknown, 10, 2);
@@ -225,6 +225,54 @@ fn verdicts_say_what_is_proven_and_what_is_not() {
     let mut i = input(r, vec![]);
     i.state = "running".into();
     assert!(verdict(&i).headline.contains("has not reached its end"));
+}
+
+#[test]
+fn the_headline_counts_every_violation_the_figures_count() {
+    // A failed run with a failing violation, an unknown one and two counted but not kept:
+    // the headline once said "(and 0 more)" (it counted only violations of its own status)
+    // beside a card of 4.
+    let mut r = receipt(Status::Failed, 48_000, 48);
+    r.violations = vec![
+        violation(ViolationKind::TruncatedPage, 7, ""),
+        violation(ViolationKind::DuplicateId, 29, "1 duplicate ID: 1900551"),
+    ];
+    r.violations_dropped = 2;
+    let i = input(r, vec![(0, 48_000)]);
+    assert_eq!(
+        verdict(&i).headline,
+        "Failed: the source returned an ID twice on page 29 (and 3 more violations); 48,000 unique records were read over 48 pages, and this is NOT an inventory."
+    );
+    let html = render(&i);
+    assert!(
+        html.contains("<b>4</b><span>violations</span>"),
+        "the card counts the same 4"
+    );
+    // One violation: no "more", and every card's noun agrees with its figure.
+    let mut r = receipt(Status::Failed, 1, 1);
+    r.violations = vec![violation(
+        ViolationKind::DuplicateId,
+        1,
+        "1 duplicate ID: 7",
+    )];
+    r.duplicate_ids = 1;
+    r.partitions = 1;
+    let i = input(r, vec![(0, 1)]);
+    assert_eq!(
+        verdict(&i).headline,
+        "Failed: the source returned an ID twice on page 1; 1 unique record was read over 1 page, and this is NOT an inventory."
+    );
+    let html = render(&i);
+    for card in [
+        "<b>1</b><span>unique ID</span>",
+        "<b>1</b><span>page observed</span>",
+        "<b>1</b><span>partition</span>",
+        "<b>1</b><span>duplicate ID</span>",
+        "<b>1</b><span>violation</span>",
+        "<b>0</b><span>labels</span>",
+    ] {
+        assert!(html.contains(card), "{card}");
+    }
 }
 
 #[test]

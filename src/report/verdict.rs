@@ -29,8 +29,8 @@ pub(crate) fn verdict(input: &ReportInput) -> Verdict {
     let headline = match status {
         Status::Verified => verified_headline(r),
         Status::Unknown | Status::Failed => {
-            let reason = decisive(r, status)
-                .map_or_else(|| not_finished(&input.state), |v| reason(v, r, status));
+            let reason =
+                decisive(r, status).map_or_else(|| not_finished(&input.state), |v| reason(v, r));
             format!(
                 "{}: {reason}; {} and this is NOT an inventory.",
                 title(status),
@@ -147,7 +147,7 @@ fn read_so_far(r: &Receipt) -> String {
 }
 
 /// Why the run is `status`, from the violation that decided it.
-fn reason(v: &Violation, r: &Receipt, status: Status) -> String {
+fn reason(v: &Violation, r: &Receipt) -> String {
     use ViolationKind as K;
     let p = v.page;
     let s = match v.kind {
@@ -187,15 +187,14 @@ fn reason(v: &Violation, r: &Receipt, status: Status) -> String {
         }
         K::InvalidPage => format!("page {p} broke the ID codec or a size bound"),
     };
-    let others = r
-        .violations
-        .iter()
-        .filter(|o| o.kind.status() == status)
-        .count()
+    // Every other violation, of any status and those counted but not kept, so the headline
+    // agrees with the report's violation count.
+    let others = (r.violations.len() as u64)
+        .saturating_add(r.violations_dropped)
         .saturating_sub(1);
     if others == 0 {
         s
     } else {
-        format!("{s} (and {})", more(others as u64, "violation"))
+        format!("{s} (and {})", more(others, "violation"))
     }
 }

@@ -2,7 +2,7 @@
 //! (`tests/it/snapshots/`, insta): contract, replay, store, usage errors and their `--json`
 //! objects.
 //!
-//! The defects these pin (issue 13): a cause printed twice (`nope.json: No such file or
+//! The defects these pin: a cause printed twice (`nope.json: No such file or
 //! directory (os error 2): No such file or directory (os error 2)`, `unknown key "page_sise":
 //! unknown key "page_sise"`); replay errors with two different line numbers; contract errors
 //! without a line or a did-you-mean; a missing directory or a directory reported as a corrupt
@@ -295,6 +295,9 @@ fn usage_errors_say_what_to_do_next() {
     env.sim_run(300);
     case("unknown subcommand", &["scna"]);
     case("unknown subcommand, json", &["--json", "scna"]);
+    case("two similar subcommands", &["recipt", "1"]);
+    case("two similar subcommands, json", &["--json", "recipt", "1"]);
+    case("no similar subcommand", &["zzzz"]);
     case(
         "checkpoint-every 0",
         &[
@@ -335,4 +338,35 @@ fn a_range_error_on_a_prefixed_run_names_the_prefix() {
     let (code, _, err) = env.sl(&["scan", "--contract", &c, "--source", &format!("replay:{p}")]);
     assert_eq!(code, 0, "{err}");
     insta::assert_snapshot!(env.transcript(&["missing", "1", "--range", "1..5"]));
+}
+
+/// With `--json` the did-you-mean of a mistyped command took clap's first candidate, the
+/// least similar (`recipt` suggested `report`), while the text listed both. Both now name
+/// the most similar command, the same one.
+#[test]
+fn a_mistyped_command_gets_the_same_suggestion_in_text_and_json() {
+    let env = Env::new();
+    for (typed, meant) in [
+        ("recipt", "receipt"),
+        ("repot", "report"),
+        ("rns", "runs"),
+        ("exprt", "export"),
+        ("verfy", "verify"),
+        ("mising", "missing"),
+        ("resme", "resume"),
+        ("scna", "scan"),
+    ] {
+        let hint = format!("did you mean `{meant}`?");
+        let (code, out, err) = env.sl(&[typed, "1"]);
+        assert_eq!(code, 2, "{out}{err}");
+        let text_hints: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("hint: "))
+            .collect();
+        assert_eq!(text_hints, [hint.as_str()], "{typed}: {err}");
+        let (code, _, err) = env.sl(&["--json", typed, "1"]);
+        assert_eq!(code, 2);
+        let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+        assert_eq!(v["error"]["hint"], hint.as_str(), "{typed}: {err}");
+    }
 }

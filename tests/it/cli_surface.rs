@@ -1,4 +1,4 @@
-//! The surfaces people touch (issue 13), through the real binary: the run lifecycle (Ctrl-C,
+//! The surfaces people touch, through the real binary: the run lifecycle (Ctrl-C,
 //! `interrupted`, filters, `latest`, `delete`, `compact`, `SCANLEDGER_STORE`), output for
 //! programs (`--json` on every command, `--json-lines`), complete lists (`--all`,
 //! `--output`, `export --label`), wording, shell integration and the reference.
@@ -421,6 +421,85 @@ fn the_repository_carries_its_own_reference() {
     assert!(!help.contains("SPEC §"), "{help}");
 }
 
+/// Where `text` cites a tracker issue by number (`issue 12`, `Issues 10 and 11`).
+fn cites_an_issue(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    for word in ["issue ", "issues ", "issue #"] {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(word) {
+            let start = from + at;
+            let after = &lower[start + word.len()..];
+            if after.starts_with(|c: char| c.is_ascii_digit()) {
+                let line = text[..start].matches('\n').count() + 1;
+                return Some(format!(
+                    "line {line}: {}",
+                    &text[start..(start + word.len() + 3).min(text.len())]
+                ));
+            }
+            from = start + word.len();
+        }
+    }
+    None
+}
+
+#[test]
+fn no_doc_or_code_comment_cites_the_tracker_or_the_team_spec() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs: Vec<std::path::PathBuf> = [
+        "src", "benches", "tests/it", "examples", "scripts", "docs", "contrib", "fuzz",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    // A bounded walk: the repository's own folders, a few levels deep.
+    let mut seen = 0;
+    while let Some(dir) = dirs.pop() {
+        seen += 1;
+        assert!(seen < 10_000, "too many folders");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if !["target", "corpus", "artifacts", "snapshots"].contains(&name.as_str()) {
+                    dirs.push(p);
+                }
+            } else if [".rs", ".md", ".sh", ".py", ".toml"]
+                .iter()
+                .any(|x| name.ends_with(x))
+            {
+                files.push(p);
+            }
+        }
+    }
+    for doc in ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "Cargo.toml"] {
+        files.push(root.join(doc));
+    }
+    assert!(files.len() > 50, "{} files", files.len());
+    let mut found = Vec::new();
+    // This file names what it looks for.
+    let me = root.join(file!());
+    for p in files.iter().filter(|p| **p != me) {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        if let Some(at) = cites_an_issue(&text) {
+            found.push(format!("{}: {at}", p.display()));
+        }
+        for outside in ["SPEC §", "SPEC.md", "../shared", "the seeds"] {
+            if text.contains(outside) {
+                found.push(format!("{}: {outside}", p.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the product's files must stand alone:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn verbose_logs_show_retries_and_policy_decisions_never_a_cursor_and_quiet_says_nothing() {
     let env = Env::new();
@@ -466,4 +545,72 @@ fn verbose_logs_show_retries_and_policy_decisions_never_a_cursor_and_quiet_says_
         String::from_utf8_lossy(&out.stderr).contains("committed"),
         "RUST_LOG=debug"
     );
+}
+
+/// The backticked names in the first column of the first table after `heading` in `doc`
+/// (a cell may name several: `` `a`, `b` ``).
+fn documented_keys(doc: &str, heading: &str) -> Vec<String> {
+    let section = doc
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("no section {heading:?}"))
+        .1;
+    let mut keys = Vec::new();
+    let mut in_table = false;
+    for line in section.lines() {
+        let Some(row) = line.strip_prefix('|') else {
+            if in_table {
+                break;
+            }
+            continue;
+        };
+        in_table = true;
+        let first = row.split('|').next().unwrap_or("");
+        // The header row and the separator have no backticked name.
+        keys.extend(
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .filter(|k| !k.is_empty()),
+        );
+    }
+    keys
+}
+
+#[test]
+fn the_documented_receipt_keys_are_a_real_receipts_keys() {
+    let env = Env::new();
+    let c = env.write("c.json", r#"{"source": "s", "page_size": 100}"#);
+    let (code, out, err) = env.sl(&[
+        "--json",
+        "scan",
+        "--contract",
+        &c,
+        "--source",
+        "sim:records=250,label_every=10",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let receipt: Value = serde_json::from_str(&out).unwrap();
+    let real: Vec<String> = receipt.as_object().unwrap().keys().cloned().collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reference = std::fs::read_to_string(root.join("docs/REFERENCE.md")).unwrap();
+    let format = std::fs::read_to_string(root.join("docs/FORMAT.md")).unwrap();
+    // Both tables list the keys in the receipt's own order.
+    for (doc, heading, text) in [
+        ("docs/REFERENCE.md", "## 7. The receipt", &reference),
+        ("docs/FORMAT.md", "## 6. The receipt", &format),
+    ] {
+        assert_eq!(
+            documented_keys(text, heading),
+            real,
+            "{doc} documents other keys than a receipt has, or in another order"
+        );
+    }
+    let said = format!("exactly these {} keys", real.len());
+    assert!(
+        reference.contains(&said),
+        "docs/REFERENCE.md §7 must say {said:?}"
+    );
+    assert_eq!(real.len(), scanledger::RECEIPT_KEYS.len());
 }

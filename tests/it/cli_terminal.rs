@@ -1,7 +1,7 @@
 //! The binary in a pseudo-terminal (util-linux `script`): the progress bar and colours appear
 //! on a terminal, and never in a pipe, with `NO_COLOR`, with `--color never` or with `--json`.
 //!
-//! The defect this pins (issue 13): no colour anywhere, progress only with `--progress` (a line
+//! The defect this pins: no colour anywhere, progress only with `--progress` (a line
 //! every 2 s), while the demo wrote raw escape codes into pipes. `script` is in every Debian
 //! (bsdutils, essential); without it the test fails under CI and says SKIPPED otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.

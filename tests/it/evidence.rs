@@ -1,4 +1,4 @@
-//! Evidence through the real binary (issue 4): receipts and `verify` (tamper tests), `diff`,
+//! Evidence through the real binary: receipts and `verify` (tamper tests), `diff`,
 //! `missing`, `export`, `page` tokens, and the independent Python verifier.
 
 use std::collections::BTreeSet;
@@ -71,7 +71,7 @@ fn labelled_run(env: &Env) -> Value {
 }
 
 #[test]
-fn receipt_json_has_every_spec_field_and_text_names_them() -> TestResult {
+fn receipt_json_has_every_documented_field_and_text_names_them() -> TestResult {
     let env = Env::new();
     let receipt = labelled_run(&env);
     let obj = receipt.as_object().ok_or("receipt is not an object")?;

@@ -2,7 +2,7 @@
 //! the real binary: endless devices, pipes, directories, and small files that once asked for
 //! gigabytes.
 //!
-//! The bugs (issue 10): contracts, receipts and replay files were checked against the size
+//! The bugs: contracts, receipts and replay files were checked against the size
 //! `stat` reports and then read whole, so `/dev/zero` (size 0) was read until memory ran out
 //! and a FIFO without a writer hung the scan; and a 157 KB replay file of 2,275
 //! `{"range": [1, 100000]}` lines expanded every generator when the file was opened, about
@@ -75,9 +75,15 @@ fn scan(dir: &Path, contract: &str, pages: &str) -> (i32, String, String) {
 
 /// As `scan`, with the binary's virtual memory limited to `VIRTUAL_KIB_MAX`.
 fn scan_memory_bounded(dir: &Path, contract: &str, pages: &str) -> (i32, String, String) {
+    scan_source_memory_bounded(dir, contract, &format!("replay:{pages}"))
+}
+
+/// `scan` of `contract` over the source `spec` in a fresh store under `dir`, with the
+/// binary's virtual memory limited to `VIRTUAL_KIB_MAX`.
+fn scan_source_memory_bounded(dir: &Path, contract: &str, spec: &str) -> (i32, String, String) {
     let store = dir.join("s.redb");
     let script = format!(
-        "ulimit -v {VIRTUAL_KIB_MAX} && exec \"$0\" --store \"$1\" --json scan --contract \"$2\" --source \"replay:$3\""
+        "ulimit -v {VIRTUAL_KIB_MAX} && exec \"$0\" --store \"$1\" --json scan --contract \"$2\" --source \"$3\""
     );
     run_bounded(
         "sh",
@@ -87,7 +93,7 @@ fn scan_memory_bounded(dir: &Path, contract: &str, pages: &str) -> (i32, String,
             util::bin().to_str().unwrap(),
             store.to_str().unwrap(),
             contract,
-            pages,
+            spec,
         ],
     )
 }
@@ -128,6 +134,67 @@ fn a_receipt_from_dev_zero_is_refused_at_its_bound() -> TestResult {
         err.contains("/dev/zero is larger than 16777216 bytes"),
         "{err}"
     );
+    Ok(())
+}
+
+/// The sources whose `KIND:CONFIG.json` names a config file, in the features built.
+fn config_sources() -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    if cfg!(feature = "postgres") {
+        kinds.push("postgres");
+    }
+    if cfg!(feature = "mysql") {
+        kinds.push("mysql");
+    }
+    if cfg!(feature = "http") {
+        kinds.push("http");
+    }
+    kinds
+}
+
+#[cfg(unix)]
+#[test]
+fn source_configs_from_dev_zero_are_refused_at_their_bound() -> TestResult {
+    // A config was once checked against its stated size (0 for a device) and then read
+    // whole: `mysql:/dev/zero` read until memory ran out. Under `ulimit -v` that is an "out
+    // of memory" error, not the bound's.
+    let tmp = tempfile::tempdir()?;
+    let contract = util::write(tmp.path(), "contract.json", CONTRACT);
+    assert!(!config_sources().is_empty(), "no config source is built");
+    for kind in config_sources() {
+        let (code, out, err) =
+            scan_source_memory_bounded(tmp.path(), &contract, &format!("{kind}:/dev/zero"));
+        assert_eq!(code, 2, "{kind}: {out}{err}");
+        assert!(
+            err.contains("/dev/zero is larger than 1048576 bytes"),
+            "{kind}: {err}"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn source_configs_from_a_fifo_are_read_once() -> TestResult {
+    // A config read from a FIFO is read once, bounded, and then judged like a file: `{}`
+    // lacks the key every config source needs (`dsn`, or `url`), so each names it.
+    let tmp = tempfile::tempdir()?;
+    let contract = util::write(tmp.path(), "contract.json", CONTRACT);
+    for kind in config_sources() {
+        let fifo = tmp.path().join(format!("{kind}.fifo"));
+        mkfifo(&fifo);
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, "{}"))
+        };
+        let spec = format!("{kind}:{}", fifo.display());
+        let (code, out, err) = scan_source_memory_bounded(tmp.path(), &contract, &spec);
+        writer.join().unwrap()?;
+        assert_eq!(code, 2, "{kind}: {out}{err}");
+        assert!(err.contains(&format!("{kind}.fifo: ")), "{kind}: {err}");
+        let key = if kind == "http" { "url" } else { "dsn" };
+        assert!(err.contains(&format!("\\\"{key}\\\"")), "{kind}: {err}");
+    }
     Ok(())
 }
 

@@ -5,13 +5,16 @@ mod cli_surface;
 mod cli_terminal;
 mod compat;
 mod crash;
+mod demo;
 mod evidence;
+mod hostile_text;
 #[cfg(feature = "http")]
 mod http;
 mod inputs;
 mod library;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod memory;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -23,5 +26,6 @@ mod regressions;
 mod report;
 mod resume;
 mod scenarios;
+mod stdout;
 mod store_files;
 mod util;

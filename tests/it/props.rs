@@ -356,7 +356,7 @@ impl Model {
 }
 
 /// The status docs/REFERENCE.md §6 gives each kind, written out independently of the crate.
-fn spec_status(kind: ViolationKind) -> Status {
+fn documented_status(kind: ViolationKind) -> Status {
     use ViolationKind as K;
     match kind {
         K::RepeatedCursor
@@ -512,7 +512,7 @@ proptest! {
 
         // Each violation forces the status of docs/REFERENCE.md §6.
         for k in &kinds {
-            prop_assert_eq!(k.status(), spec_status(*k));
+            prop_assert_eq!(k.status(), documented_status(*k));
         }
         // Verified only after the end signal, with nothing found and no budget spent.
         if r.status() == Status::Verified {

@@ -1,4 +1,4 @@
-//! Regressions of the hostile and senior reviews (issues 10 and 11), one test per reproduced
+//! Regressions of the hostile and senior reviews, one test per reproduced
 //! defect, through the real binary unless the defect is in the library. Each test says what
 //! went wrong, how it showed, and what it simulates.
 
@@ -178,6 +178,88 @@ fn page_exits_with_the_runs_status() {
     assert_eq!(code, 4, "{out}");
     let (code, _, _) = env.sl(&["export", &run_id(&r)]);
     assert_eq!(code, 4);
+}
+
+/// `page` of a superseded run: a restart leaves the old run with the violation that caused
+/// it, so its pages are never an inventory's; `page` exits with its status, as `export` does
+/// (4 after a snapshot change, 3 after an expired cursor).
+#[test]
+fn page_of_a_superseded_run_exits_with_its_status() {
+    let env = Env::new();
+    let src = replay(
+        &env,
+        "moved.jsonl",
+        &[
+            json!({"cursor": null, "items": [1, 2], "next": "c1", "snapshot": "A"}),
+            json!({"cursor": "c1", "items": [3], "next": null, "snapshot": "B"}),
+            json!({"cursor": null, "items": [1, 2], "next": "c1", "snapshot": "B"}),
+        ],
+    );
+    let (code, r) = env.scan(
+        "moved",
+        &json!({"source": "s", "on_snapshot_change": "restart"}),
+        &src,
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["restarted_from"], json!("run-1"));
+    let (code, expired) = env.scan(
+        "expired",
+        &json!({"source": "t", "page_size": 100, "on_expired_cursor": "restart"}),
+        "sim:records=1000,expire_at=5",
+    );
+    assert_eq!(code, 0, "{expired}");
+    assert_eq!(expired["restarted_from"], json!("run-3"));
+    for (old, status) in [("run-1", 4), ("run-3", 3)] {
+        let (_, header) = receipt_of(&env, old);
+        assert!(header["superseded_by"].is_string(), "{header}");
+        let (code, out, err) = env.sl(&["page", old, "--size", "10"]);
+        assert_eq!(code, status, "page {old}: {out}{err}");
+        assert!(err.contains("not pages of a complete inventory"), "{err}");
+        let (code, _, _) = env.sl(&["export", old]);
+        assert_eq!(code, status, "export {old}");
+    }
+}
+
+/// Zero budgets (`limits.max_pages`, `max_records`, `max_bytes`, `page_timeout_ms`,
+/// `deadline_seconds` = 0) were accepted by some keys and refused by others; a zero budget
+/// stops a run before its first page and is always a mistake, so each is refused, placed at
+/// its key.
+#[test]
+fn zero_budgets_are_refused_naming_the_key() {
+    let env = Env::new();
+    for key in [
+        "max_pages",
+        "max_records",
+        "max_bytes",
+        "page_timeout_ms",
+        "deadline_seconds",
+    ] {
+        let contract = env.write(
+            &format!("{key}.json"),
+            &format!("{{\"source\": \"s\",\n \"limits\": {{\"{key}\": 0}}}}"),
+        );
+        let (code, out, err) = env.sl(&[
+            "--json",
+            "scan",
+            "--contract",
+            &contract,
+            "--source",
+            "sim:records=10",
+        ]);
+        assert_eq!(code, 2, "{key}: {out}{err}");
+        let e: Value = serde_json::from_str(&err).unwrap_or_else(|e| panic!("{e}: {err}"));
+        let e = &e["error"];
+        assert_eq!(e["kind"], json!("contract"), "{key}: {err}");
+        assert_eq!(
+            e["message"],
+            json!(format!("key \"limits.{key}\": must be at least 1")),
+            "{key}: {err}"
+        );
+        assert_eq!(e["field"], json!(format!("limits.{key}")), "{key}: {err}");
+        assert_eq!(e["line"], json!(2), "{key}: {err}");
+        // Nothing was begun.
+        assert!(!std::path::Path::new(&env.store).exists(), "{key}");
+    }
 }
 
 /// `resume` without raised limits fetched one more page each time (max_pages 30 -> 31, 32,

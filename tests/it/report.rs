@@ -1,4 +1,4 @@
-//! `report` through the real binary (issue 15): the HTML review packet of a fixture run with a
+//! `report` through the real binary: the HTML review packet of a fixture run with a
 //! reference, a label and violations, opened in headless Chromium; its figures following the
 //! fixture; its default path, exit codes and escaping.
 //!
@@ -208,8 +208,10 @@ fn text_of(html: &str, id: &str) -> String {
         .replace("&amp;", "&")
 }
 
-const FAILED_VERDICT: &str = "Failed: the source returned an ID twice on page 29 (and 1 more \
-    violation); 48,000 unique records were read over 48 pages, and this is NOT an inventory.";
+/// The fixture has three violations (a duplicate ID, a truncated page, a partition mismatch):
+/// the headline names the decisive one and counts the two others, as the figures count three.
+const FAILED_VERDICT: &str = "Failed: the source returned an ID twice on page 29 (and 2 more \
+    violations); 48,000 unique records were read over 48 pages, and this is NOT an inventory.";
 
 #[test]
 fn report_figures_follow_the_fixture() {

@@ -114,24 +114,9 @@ impl HttpConfig {
     /// `SourceError::Io` when unreadable; `SourceError::Config` naming the key otherwise
     /// (including an `auth_env` variable that is not set, named but never shown).
     pub fn read(path: &Path) -> Result<HttpConfig, SourceError> {
-        let io = |source| SourceError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut text = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, CONFIG_BYTES_MAX + 1),
-            &mut text,
-        )
-        .map_err(io)?;
-        if text.len() as u64 > CONFIG_BYTES_MAX {
-            return Err(bad(
-                path,
-                format!("the file is over {CONFIG_BYTES_MAX} bytes"),
-            ));
-        }
-        let value = json::parse_slice(&text, Numbers::Any)
+        // Bounded while reading, whatever size the file states (a pipe, `/dev/zero`).
+        let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
+        let value = json::parse(&text, Numbers::Any)
             .map_err(|e| bad(path, format!("malformed JSON: {e}")))?;
         HttpConfig::from_value(path, &value, |name| std::env::var_os(name))
     }

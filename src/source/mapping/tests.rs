@@ -437,7 +437,7 @@ fn mcp_list_pages_by_cursor_and_sends_no_page_size() {
 }
 
 #[test]
-fn defaults_follow_spec_section_8() {
+fn defaults_are_the_documented_ones() {
     let m = mapping(json!({}));
     let body = r#"{"items": [{"id": 1}, {"id": "a"}, {"id": -3}], "next_page_token": "", "complete": true}"#;
     // AIP-158's last page has an empty token: no cursor. `complete` needs its pointer.

@@ -74,18 +74,8 @@ impl MysqlConfig {
     /// # Errors
     /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key.
     pub fn open(path: &Path) -> Result<MysqlConfig, SourceError> {
-        let io = |source| SourceError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let len = std::fs::metadata(path).map_err(io)?.len();
-        if len > CONFIG_BYTES_MAX {
-            return Err(config_err(
-                path,
-                format!("file is {len} bytes, more than the bound of {CONFIG_BYTES_MAX}"),
-            ));
-        }
-        let text = std::fs::read_to_string(path).map_err(io)?;
+        // Bounded while reading, whatever size the file states (a pipe, `/dev/zero`).
+        let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
         MysqlConfig::parse(path, &text, |name| std::env::var(name).ok())
     }
 

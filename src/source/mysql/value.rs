@@ -216,31 +216,34 @@ fn odd_date_text(kind: Kind, v: &Value) -> Option<String> {
 }
 
 fn civil_ok(y: u16, m: u8, d: u8) -> bool {
-    let leap = (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
+    civil_date(y, m, d).is_some()
+}
+
+/// The proleptic Gregorian date, when the calendar has it (years 0 to 9999 here).
+fn civil_date(y: u16, m: u8, d: u8) -> Option<jiff::civil::Date> {
+    if y > 9999 {
+        return None;
+    }
+    let y = i16::try_from(y).ok()?;
+    jiff::civil::Date::new(y, i8::try_from(m).ok()?, i8::try_from(d).ok()?).ok()
 }
 
 /// Microseconds since 1970-01-01T00:00:00Z of a civil UTC time, or `None` when any field is out
 /// of range.
 pub(crate) fn utc_micros(y: u16, mo: u8, d: u8, h: u8, mi: u8, s: u8, us: u32) -> Option<i64> {
-    if y > 9999 || !civil_ok(y, mo, d) || h > 23 || mi > 59 || s > 59 || us > 999_999 {
+    if us > 999_999 {
         return None;
     }
-    // Days from civil (Howard Hinnant's algorithm), on i64: every input here is small.
-    let y = i64::from(y) - i64::from(mo <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(mo) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s);
-    Some(secs * 1_000_000 + i64::from(us))
+    // Civil arithmetic, not a `Timestamp`: the last hours of 9999-12-31 (a common "no end"
+    // sentinel) are past jiff's timestamp range but within its civil one.
+    let time = jiff::civil::Time::new(
+        i8::try_from(h).ok()?,
+        i8::try_from(mi).ok()?,
+        i8::try_from(s).ok()?,
+        i32::try_from(us).ok()?.checked_mul(1_000)?,
+    )
+    .ok()?;
+    let at = civil_date(y, mo, d)?.to_datetime(time);
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    i64::try_from(at.duration_since(epoch).as_micros()).ok()
 }

@@ -11,7 +11,6 @@
 //! config file is operator input, like a psql script. They run inside a READ ONLY transaction
 //! as one prepared statement (a `;` cannot start a second one).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -114,23 +113,8 @@ impl std::fmt::Debug for PgConfig {
 impl PgConfig {
     /// Reads and validates a config file; a `dsn_env` is read from the environment now.
     pub(crate) fn open(path: &Path) -> Result<PgConfig, SourceError> {
-        let io = |source| SourceError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .map_err(io)?
-            // One byte more than the bound, so a file over it is seen as such.
-            .take(CONFIG_BYTES_MAX + 1)
-            .read_to_string(&mut text)
-            .map_err(io)?;
-        if text.len() as u64 > CONFIG_BYTES_MAX {
-            return Err(config_error(
-                path,
-                format!("file is larger than {CONFIG_BYTES_MAX} bytes"),
-            ));
-        }
+        // Bounded while reading, whatever size the file states (a pipe, `/dev/zero`).
+        let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
         let value = crate::json::parse(&text, crate::json::Numbers::Integers)
             .map_err(|e| config_error(path, e.to_string()))?;
         PgConfig::from_value(path, &value, |name| std::env::var(name).ok())

@@ -532,7 +532,8 @@ fn content_value(kind: ContentKind, raw: Option<&[u8]>) -> Result<ContentValue<'
             i32::MAX => ContentValue::Text("infinity"),
             i32::MIN => ContentValue::Text("-infinity"),
             days => {
-                let (year, month, day) = civil_from_days(i64::from(days) + PG_EPOCH_DAYS);
+                let (year, month, day) = civil_from_days(i64::from(days) + PG_EPOCH_DAYS)
+                    .ok_or_else(|| format!("date {days} days from 2000-01-01 cannot be hashed"))?;
                 ContentValue::Date {
                     year: u16::try_from(year)
                         .ok()
@@ -546,18 +547,18 @@ fn content_value(kind: ContentKind, raw: Option<&[u8]>) -> Result<ContentValue<'
     })
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u8, u8) {
-    // PostgreSQL dates span about ±6 million years, so none of these can overflow an i64.
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    // month is in 1..=12 and day in 1..=31 by construction.
-    (year, month as u8, day as u8)
+/// The proleptic Gregorian date of a day count since 1970-01-01, when it falls in the years
+/// -9999 to 9999 (PostgreSQL's dates span about ±6 million years; none past 9999 can be
+/// hashed anyway).
+pub(crate) fn civil_from_days(z: i64) -> Option<(i64, u8, u8)> {
+    let epoch = jiff::civil::Date::constant(1970, 1, 1);
+    let date = epoch
+        .checked_add(jiff::Span::new().try_days(z).ok()?)
+        .ok()?;
+    // The month is in 1..=12 and the day in 1..=31.
+    Some((
+        i64::from(date.year()),
+        u8::try_from(date.month()).ok()?,
+        u8::try_from(date.day()).ok()?,
+    ))
 }

@@ -150,11 +150,15 @@ fn cursors_round_trip_every_key_exactly() {
 
 #[test]
 fn days_map_to_calendar_dates() {
-    assert_eq!(civil_from_days(0), (1970, 1, 1));
-    assert_eq!(civil_from_days(10_957), (2000, 1, 1));
-    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    assert_eq!(civil_from_days(2_932_896), (9999, 12, 31));
+    assert_eq!(civil_from_days(0), Some((1970, 1, 1)));
+    assert_eq!(civil_from_days(10_957), Some((2000, 1, 1)));
+    assert_eq!(civil_from_days(11_016), Some((2000, 2, 29)));
+    assert_eq!(civil_from_days(-1), Some((1969, 12, 31)));
+    assert_eq!(civil_from_days(2_932_896), Some((9999, 12, 31)));
+    assert_eq!(civil_from_days(-719_528), Some((0, 1, 1)));
+    // Past the years any date can be hashed in.
+    assert_eq!(civil_from_days(2_932_897), None);
+    assert_eq!(civil_from_days(i64::MAX), None);
 }
 
 /// PostgreSQL's binary form of a one-dimensional array.

@@ -30,19 +30,11 @@ pub(crate) fn connector(
         .map_err(|e| format!("TLS setup: {e}"))?;
     let config = match rootcert {
         Some(path) => {
-            let len = std::fs::metadata(path)
-                .map_err(|e| format!("sslrootcert: cannot read {}: {e}", path.display()))?
-                .len();
-            if len > ROOTCERT_BYTES_MAX {
-                return Err(format!(
-                    "sslrootcert: {} is larger than {ROOTCERT_BYTES_MAX} bytes",
-                    path.display()
-                ));
-            }
+            // Bounded while reading, whatever size the file states.
+            let pem = crate::io_bound::read_text(path, ROOTCERT_BYTES_MAX)
+                .map_err(|e| format!("sslrootcert: {}", crate::source::mapping::chain_text(&e)))?;
             let mut roots = RootCertStore::empty();
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| format!("sslrootcert: cannot read {}: {e}", path.display()))?;
-            for cert in certs {
+            for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
                 let cert =
                     cert.map_err(|e| format!("sslrootcert: {} is not PEM: {e}", path.display()))?;
                 roots.add(cert).map_err(|e| {

@@ -69,6 +69,51 @@ fn http_empty_collection_is_verified_empty() -> TestResult {
 }
 
 #[test]
+fn http_empty_pages_with_a_cursor_mid_stream_are_not_the_end() -> TestResult {
+    // An API may answer a page with no items and a next token (a filtered-out page, a
+    // shard with nothing): only the end signal ends the scan, so it goes on to the end.
+    let dir = tempfile::tempdir()?;
+    let server = Server::start(routes(
+        "page_token",
+        vec![
+            (None, vec![page(&[1, 2], Some("c2"))]),
+            (Some("c2"), vec![page(&[], Some("c3"))]),
+            (Some("c3"), vec![page(&[], Some("c4"))]),
+            (Some("c4"), vec![page(&[3], None)]),
+        ],
+    ));
+    let r = expect(
+        &scan(dir.path(), &server, json!({}), json!({}), &[]),
+        0,
+        "verified",
+        &[],
+    );
+    assert_eq!(
+        (
+            r["unique_ids_observed"].as_u64(),
+            r["pages_observed"].as_u64(),
+            r["terminal_cursor_observed"].as_bool()
+        ),
+        (Some(3), Some(4), Some(true))
+    );
+    let tokens: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.param("page_token").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        tokens,
+        [
+            None,
+            Some("c2".into()),
+            Some("c3".into()),
+            Some("c4".into())
+        ]
+    );
+    Ok(())
+}
+
+#[test]
 fn http_repeated_cursor_fails() -> TestResult {
     let dir = tempfile::tempdir()?;
     let server = Server::start(routes(

@@ -1,10 +1,15 @@
-//! Data-driven scenarios of docs/REFERENCE.md §6 through the real binary.
+//! Data-driven scenarios of docs/REFERENCE.md §6.
 //!
-//! Every folder of `tests/scenarios/` (and of the shared examples, when present) holds one
-//! scan: `contract.json`, the replay file `pages.jsonl` and `expect.json`. The scenario runs as
-//! `scanledger --store DIR/s.redb --json scan --contract contract.json --source replay:pages.jsonl`
-//! in a fresh temporary store, and every mismatch of every folder is reported at once, each
-//! with the folder's name.
+//! Every folder of `tests/scenarios/` holds one scan: `contract.json`, the replay file
+//! `pages.jsonl` and `expect.json`. Every folder runs in-process, through the library along
+//! the path `scanledger --json scan --contract contract.json --source replay:pages.jsonl`
+//! takes (src/cli/scan.rs: the contract read bounded and parsed strictly, the replay source
+//! opened for it, a fresh store with the binary's defaults, the source recorded, the run
+//! driven by the collector, the receipt built and stored); every mismatch of every folder is
+//! reported at once, each with the folder's name. A handful of folders (`SMOKE`, every exit
+//! code and a restart) also run through the real binary, in JSON and in text, and their
+//! receipts must equal the in-process ones but for the timestamps; bad input (exit 2) is
+//! tested through the binary in `bad_input`.
 //!
 //! `expect.json` keys:
 //! - `exit` (required): the process exit code;
@@ -26,9 +31,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use scanledger::{AnySource, Contract, Receipt, RunId, Status, Store, StoreOptions};
 use serde_json::Value;
 
 use crate::util;
+
+mod bad_input;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -44,19 +52,29 @@ const SPECIAL_KEYS: &[&str] = &[
     "labels",
 ];
 
-/// The fixtures of the three source incidents the project's own tests must cover (the snapshot change in
-/// both of its policies).
-const SEED_FIXTURES: &[&str] = &[
-    "seed-first-page-clean-later-page-flagged",
-    "seed-cursor-repeats-at-page-three",
-    "seed-count-matches-but-ids-duplicated",
-    "seed-snapshot-changes-block",
-    "seed-snapshot-changes-restart",
-    "seed-page-limit-reached",
-    "seed-final-page-has-no-cursor",
-    "seed-filter-changes-during-retry",
-    "seed-second-page-timeout",
-    "seed-genuinely-empty",
+/// The folders that also run through the binary: each exit code (0, 3, 4), a restart (the
+/// superseded run's receipt is read back too) and retried timeouts.
+const SMOKE: &[&str] = &[
+    "incident-final-page-has-no-cursor",
+    "incident-snapshot-changes-restart",
+    "incident-page-limit-reached",
+    "incident-second-page-timeout",
+    "incident-cursor-repeats-at-page-three",
+];
+
+/// The incidents every build must keep covering, one folder each (the snapshot change in both
+/// of its policies).
+const INCIDENTS: &[&str] = &[
+    "incident-first-page-clean-later-page-flagged",
+    "incident-cursor-repeats-at-page-three",
+    "incident-count-matches-but-ids-duplicated",
+    "incident-snapshot-changes-block",
+    "incident-snapshot-changes-restart",
+    "incident-page-limit-reached",
+    "incident-final-page-has-no-cursor",
+    "incident-filter-changes-during-retry",
+    "incident-second-page-timeout",
+    "incident-genuinely-empty",
 ];
 
 fn scenario_root() -> PathBuf {
@@ -104,7 +122,7 @@ fn distinctive_cursors(pages: &Path) -> Vec<String> {
 }
 
 /// The status docs/REFERENCE.md §6 assigns to a violation kind.
-fn spec_status(kind: &str) -> Option<&'static str> {
+fn documented_status(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "repeated_cursor"
         | "duplicate_id"
@@ -180,7 +198,7 @@ fn receipt_laws(r: &Value, exit: i32, errs: &mut Vec<String>) {
     // force nothing worse than `unknown` is never `failed`.
     let mut worst = "verified";
     for k in &kinds {
-        match spec_status(k) {
+        match documented_status(k) {
             None => errs.push(format!("unknown violation kind {k:?}")),
             Some("failed") => worst = "failed",
             Some(_) if worst == "verified" => worst = "unknown",
@@ -289,15 +307,139 @@ fn compare(expect: &Value, r: &Value, errs: &mut Vec<String>) {
     }
 }
 
-/// Runs one folder; returns its mismatches.
-fn check_folder(dir: &Path) -> Vec<String> {
+/// A folder's `expect.json` and its required `exit`.
+fn expectation(dir: &Path) -> Result<(Value, i64), String> {
+    let expect = read_json(&dir.join("expect.json"))?;
+    let want_exit = expect
+        .get("exit")
+        .and_then(Value::as_i64)
+        .ok_or("expect.json has no integer \"exit\"")?;
+    Ok((expect, want_exit))
+}
+
+/// The exit code of the run a receipt describes, as the binary gives it (docs/REFERENCE.md
+/// §2): the status's, except a `count`-mode run answered by its total.
+fn receipt_exit(r: &Receipt) -> i32 {
+    if r.count_total.is_some() && r.coverage_status != Status::Failed {
+        return 0;
+    }
+    match r.coverage_status {
+        Status::Verified => 0,
+        Status::Unknown => 3,
+        _ => 4,
+    }
+}
+
+/// A scan as `scanledger --json scan --contract CONTRACT --source SPEC` runs it
+/// (src/cli/scan.rs), in this process: the store it leaves and the receipt it prints, or the
+/// exit code and message of the error that stopped it.
+fn scan_in_process(
+    contract: &Path,
+    spec: &str,
+    store: &Path,
+) -> Result<(Store, Receipt), (i32, String)> {
+    let input = |e: &dyn std::fmt::Display| (2, e.to_string());
+    let text = scanledger::read_bounded(contract, scanledger::CONTRACT_BYTES_MAX as u64)
+        .map_err(|e| input(&e))?;
+    let contract = Contract::from_json(&text).map_err(|e| input(&e))?;
+    let mut source = AnySource::open_for(spec, &contract).map_err(|e| input(&e))?;
+    let mut store = Store::open(store, StoreOptions::new()).map_err(|e| input(&e))?;
+    store.record_source(spec);
+    // The binary's runtime: one thread, timers and IO.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (1, e.to_string()))?;
+    let done = rt
+        .block_on(scanledger::scan(&contract, &mut source, &mut store))
+        .map_err(|e| (if e.is_input_error() { 2 } else { 1 }, e.to_string()))?;
+    let receipt = done.receipt();
+    Ok((store, receipt))
+}
+
+/// Runs one folder in-process; returns its mismatches and the receipt.
+fn check_in_process(dir: &Path) -> (Vec<String>, Option<Value>) {
     let mut errs = Vec::new();
-    let expect = match read_json(&dir.join("expect.json")) {
-        Ok(v) => v,
-        Err(e) => return vec![e],
+    let (expect, want_exit) = match expectation(dir) {
+        Ok(x) => x,
+        Err(e) => return (vec![e], None),
     };
-    let Some(want_exit) = expect.get("exit").and_then(Value::as_i64) else {
-        return vec!["expect.json has no integer \"exit\"".into()];
+    let tmp = tempfile::tempdir().unwrap();
+    let pages = dir.join("pages.jsonl");
+    let spec = format!("replay:{}", pages.display());
+    let mut outputs = Vec::new();
+    let mut printed = None;
+    match scan_in_process(
+        &dir.join("contract.json"),
+        &spec,
+        &tmp.path().join("s.redb"),
+    ) {
+        Err((code, message)) => {
+            errs.push(format!(
+                "exit: expected {want_exit}, got {code} ({message})"
+            ));
+            outputs.push(message);
+        }
+        Ok((store, receipt)) => {
+            let code = receipt_exit(&receipt);
+            if i64::from(code) != want_exit {
+                errs.push(format!("exit: expected {want_exit}, got {code}"));
+            }
+            let json = serde_json::to_value(&receipt).unwrap();
+            receipt_laws(&json, code, &mut errs);
+            compare(&expect, &json, &mut errs);
+            outputs.push(json.to_string());
+            outputs.push(receipt.to_text());
+            let snap = store.read().unwrap();
+            // The stored receipt is the printed one.
+            let run: RunId = receipt.run_id.parse().unwrap();
+            match snap.receipt(run) {
+                Ok(stored) if stored == receipt => {}
+                Ok(stored) => errs.push(format!(
+                    "the stored receipt of {run} differs from the scan's: {}",
+                    first_difference(&json, &serde_json::to_value(&stored).unwrap())
+                )),
+                Err(e) => errs.push(format!("the stored receipt of {run}: {e}")),
+            }
+            // A restart supersedes the old run, which never claims anything.
+            if let Some(old) = &receipt.restarted_from {
+                match snap.receipt(old.parse().unwrap()) {
+                    Ok(o) => {
+                        if o.superseded_by.as_deref() != Some(receipt.run_id.as_str()) {
+                            errs.push(format!(
+                                "{old}.superseded_by is {:?}, expected {}",
+                                o.superseded_by, receipt.run_id
+                            ));
+                        }
+                        if o.conclusion_scope.as_str() != "none" {
+                            errs.push(format!(
+                                "superseded {old} claims {}",
+                                o.conclusion_scope.as_str()
+                            ));
+                        }
+                        outputs.push(serde_json::to_string(&o).unwrap());
+                    }
+                    Err(e) => errs.push(format!("the receipt of {old}: {e}")),
+                }
+            }
+            printed = Some(json);
+        }
+    }
+    for c in distinctive_cursors(&pages) {
+        if outputs.iter().any(|o| o.contains(&c)) {
+            let shown: String = c.chars().take(40).collect();
+            errs.push(format!("a raw cursor ({shown}…) appears in the output"));
+        }
+    }
+    (errs, printed)
+}
+
+/// Runs one folder through the binary; returns its mismatches and the printed receipt.
+fn check_through_binary(dir: &Path) -> (Vec<String>, Option<Value>) {
+    let mut errs = Vec::new();
+    let (expect, want_exit) = match expectation(dir) {
+        Ok(x) => x,
+        Err(e) => return (vec![e], None),
     };
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.redb");
@@ -317,6 +459,7 @@ fn check_folder(dir: &Path) -> Vec<String> {
 
     let (code, stdout, stderr) = scan(true, store);
     let mut outputs = vec![stdout.clone(), stderr.clone()];
+    let mut printed = None;
     if i64::from(code) != want_exit {
         errs.push(format!(
             "exit: expected {want_exit}, got {code} (stderr: {})",
@@ -365,6 +508,7 @@ fn check_folder(dir: &Path) -> Vec<String> {
                     Err(_) => errs.push(format!("`receipt {old}` printed no JSON")),
                 }
             }
+            printed = Some(receipt);
         }
     }
 
@@ -386,7 +530,7 @@ fn check_folder(dir: &Path) -> Vec<String> {
             errs.push(format!("a raw cursor ({shown}…) appears in the output"));
         }
     }
-    errs
+    (errs, printed)
 }
 
 fn first_difference(a: &Value, b: &Value) -> String {
@@ -407,6 +551,21 @@ fn name_of(dir: &Path) -> String {
     dir.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// The mismatches of `results`, one paragraph per failing folder.
+fn report(results: &[(PathBuf, Vec<String>)]) -> String {
+    let mut report = String::new();
+    for (dir, errs) in results {
+        if errs.is_empty() {
+            continue;
+        }
+        report.push_str(&format!("\n{}:\n", name_of(dir)));
+        for e in errs {
+            report.push_str(&format!("  - {e}\n"));
+        }
+    }
+    report
+}
+
 #[test]
 fn every_scenario_folder_matches_its_expectation() -> TestResult {
     let dirs = folders();
@@ -416,8 +575,9 @@ fn every_scenario_folder_matches_its_expectation() -> TestResult {
         dirs.len(),
         scenario_root().display()
     );
-    // Two workers: the machine has two cores and most of the time is process start-up.
-    let workers = 2;
+    // Each scan mostly waits for its commits' fsyncs (and a few for their timeouts), so more
+    // workers than the machine's two cores keep both busy.
+    let workers = 4;
     let results: Vec<(PathBuf, Vec<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
@@ -425,7 +585,7 @@ fn every_scenario_folder_matches_its_expectation() -> TestResult {
                 s.spawn(move || {
                     mine.into_iter()
                         .map(|d| {
-                            let e = check_folder(&d);
+                            let (e, _) = check_in_process(&d);
                             (d, e)
                         })
                         .collect::<Vec<_>>()
@@ -437,8 +597,6 @@ fn every_scenario_folder_matches_its_expectation() -> TestResult {
             .flat_map(|h| h.join().unwrap())
             .collect()
     });
-    let mut report = String::new();
-    let mut failing = 0;
     for (dir, _) in &results {
         // Pinned deviations from the documented rules stay visible (with --nocapture) until they are fixed.
         if let Ok(Value::Object(e)) = read_json(&dir.join("expect.json")) {
@@ -447,26 +605,60 @@ fn every_scenario_folder_matches_its_expectation() -> TestResult {
             }
         }
     }
-    for (dir, errs) in &results {
-        if errs.is_empty() {
-            continue;
-        }
-        failing += 1;
-        report.push_str(&format!("\n{}:\n", name_of(dir)));
-        for e in errs {
-            report.push_str(&format!("  - {e}\n"));
-        }
-    }
+    let report = report(&results);
     assert!(
         report.is_empty(),
-        "{failing} of {} scenarios do not match:{report}",
+        "{} of {} scenarios do not match:{report}",
+        results.iter().filter(|(_, e)| !e.is_empty()).count(),
         results.len()
     );
     Ok(())
 }
 
+/// A receipt without the keys that differ between two runs of one folder.
+fn timeless(r: &Value) -> Value {
+    let mut r = r.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("started_at");
+        o.remove("finished_at");
+    }
+    r
+}
+
 #[test]
-fn scenarios_cover_every_rule_and_seed_fixture() -> TestResult {
+fn smoke_scenarios_through_the_binary_match_and_agree_with_the_library() -> TestResult {
+    let exits: BTreeSet<i64> = SMOKE
+        .iter()
+        .map(|f| expectation(&scenario_root().join(f)).map(|(_, e)| e))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(
+        exits,
+        BTreeSet::from([0, 3, 4]),
+        "the smoke folders cover every exit code of the corpus"
+    );
+    let mut results = Vec::new();
+    for name in SMOKE {
+        let dir = scenario_root().join(name);
+        let (mut errs, binary) = check_through_binary(&dir);
+        let (lib_errs, library) = check_in_process(&dir);
+        errs.extend(lib_errs.into_iter().map(|e| format!("in-process: {e}")));
+        if let (Some(b), Some(l)) = (&binary, &library) {
+            if timeless(b) != timeless(l) {
+                errs.push(format!(
+                    "the binary's receipt and the library's differ: {}",
+                    first_difference(&timeless(b), &timeless(l))
+                ));
+            }
+        }
+        results.push((dir, errs));
+    }
+    let report = report(&results);
+    assert!(report.is_empty(), "smoke scenarios do not match:{report}");
+    Ok(())
+}
+
+#[test]
+fn scenarios_cover_every_rule_and_incident() -> TestResult {
     let mut covered = BTreeSet::new();
     for dir in subdirs(&scenario_root()) {
         let expect = read_json(&dir.join("expect.json"))?;
@@ -485,265 +677,11 @@ fn scenarios_cover_every_rule_and_seed_fixture() -> TestResult {
         .filter(|r| !covered.contains(r))
         .collect();
     assert!(missing.is_empty(), "no scenario covers {missing:?}");
-    for seed in SEED_FIXTURES {
+    for incident in INCIDENTS {
         assert!(
-            scenario_root().join(seed).is_dir(),
-            "seed fixture {seed} has no scenario folder"
+            scenario_root().join(incident).is_dir(),
+            "the incident {incident} has no scenario folder"
         );
     }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Bad input: exit 2, a message that names the file and the place, never a cursor.
-
-/// Runs a scan of `contract` over `pages` (texts) in a fresh directory.
-fn scan_texts(contract: &str, pages: &str) -> (i32, String, String, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let c = util::write(tmp.path(), "contract.json", contract);
-    let p = util::write(tmp.path(), "pages.jsonl", pages);
-    let store = tmp.path().join("s.redb");
-    let (code, out, err) = util::run(&[
-        "--store",
-        store.to_str().unwrap(),
-        "--json",
-        "scan",
-        "--contract",
-        &c,
-        "--source",
-        &format!("replay:{p}"),
-    ]);
-    (code, out, err, tmp)
-}
-
-/// The `{"error": {...}}` object `--json` prints on stderr: (file name, line, column, message).
-fn json_error(err: &str) -> (String, Option<u64>, Option<u64>, String) {
-    let v: serde_json::Value = serde_json::from_str(err).expect("a JSON error object on stderr");
-    let e = &v["error"];
-    let file = e["file"].as_str().unwrap_or("");
-    let name = std::path::Path::new(file)
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    (
-        name,
-        e["line"].as_u64(),
-        e["column"].as_u64(),
-        e["message"].as_str().unwrap_or("").to_owned(),
-    )
-}
-
-const GOOD_CONTRACT: &str = r#"{"source": "customers", "snapshot_id": "s1"}"#;
-const GOOD_PAGES: &str = r#"{"cursor": null, "items": [1, 2], "next": null, "snapshot": "s1"}"#;
-
-#[test]
-fn good_input_of_the_bad_input_tests_is_verified() -> TestResult {
-    // The bad-input tests below each break one thing of this pair.
-    let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, GOOD_PAGES);
-    assert_eq!(code, 0, "{out}{err}");
-    Ok(())
-}
-
-#[test]
-fn malformed_contract_json_names_file_line_and_column() -> TestResult {
-    let contract = "{\n  \"source\": \"customers\",\n  \"page_size\": 10,,\n}\n";
-    let (code, out, err, _tmp) = scan_texts(contract, GOOD_PAGES);
-    assert_eq!(code, 2, "{out}{err}");
-    let (file, line, column, _) = json_error(&err);
-    assert_eq!(
-        (file.as_str(), line, column),
-        ("contract.json", Some(3), Some(19)),
-        "{err}"
-    );
-    assert!(out.is_empty(), "no receipt for bad input: {out}");
-    Ok(())
-}
-
-#[test]
-fn unknown_contract_key_is_named() -> TestResult {
-    let (code, _, err, _tmp) = scan_texts(r#"{"source": "customers", "pagesize": 3}"#, GOOD_PAGES);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("pagesize"), "{err}");
-    assert!(err.contains("contract.json"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn unknown_nested_limit_key_is_named_with_its_parent() -> TestResult {
-    let contract = r#"{"source": "customers", "limits": {"max_page": 3}}"#;
-    let (code, _, err, _tmp) = scan_texts(contract, GOOD_PAGES);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("limits.max_page"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn contract_without_source_is_refused() -> TestResult {
-    let (code, _, err, _tmp) = scan_texts(r#"{"tenant": "acme"}"#, GOOD_PAGES);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("source"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn contract_with_unknown_enum_value_names_the_key() -> TestResult {
-    for (key, value) in [
-        ("end_signal", "\"never\""),
-        ("id_codec", "\"uuid\""),
-        ("on_expired_cursor", "\"retry\""),
-        ("on_snapshot_change", "\"ignore\""),
-        ("mode", "{\"sample\": 0}"),
-        ("page_size", "0"),
-        ("expected_count", "-1"),
-    ] {
-        let contract = format!(r#"{{"source": "customers", "{key}": {value}}}"#);
-        let (code, _, err, _tmp) = scan_texts(&contract, GOOD_PAGES);
-        assert_eq!(code, 2, "{key}: {err}");
-        assert!(err.contains(key), "{key}: {err}");
-    }
-    Ok(())
-}
-
-#[test]
-fn missing_contract_file_is_an_input_error() -> TestResult {
-    let tmp = tempfile::tempdir()?;
-    let p = util::write(tmp.path(), "pages.jsonl", GOOD_PAGES);
-    let store = tmp.path().join("s.redb");
-    let missing = tmp.path().join("nope.json");
-    let (code, _, err) = util::run(&[
-        "--store",
-        store.to_str().unwrap(),
-        "scan",
-        "--contract",
-        missing.to_str().unwrap(),
-        "--source",
-        &format!("replay:{p}"),
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("nope.json"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn malformed_replay_line_names_file_and_line() -> TestResult {
-    let pages = "{\"cursor\": null, \"items\": [1], \"next\": \"SECRET-CURSOR-bad-1\"}\n{\"cursor\": \"SECRET-CURSOR-bad-1\", \"items\": [2,, \"next\": null}\n";
-    let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, pages);
-    assert_eq!(code, 2, "{out}{err}");
-    let (file, line, column, message) = json_error(&err);
-    assert_eq!(
-        (file.as_str(), line, column),
-        ("pages.jsonl", Some(2), Some(47)),
-        "{err}"
-    );
-    // The position is said once, by the fields: not again inside the message.
-    assert!(!message.contains("line"), "{message}");
-    assert!(!err.contains("SECRET-CURSOR"), "a cursor leaked: {err}");
-    Ok(())
-}
-
-#[test]
-fn unknown_replay_key_names_file_line_and_key() -> TestResult {
-    let pages = concat!(
-        "{\"cursor\": null, \"items\": [1], \"next\": \"c1\"}\n",
-        "\n",
-        "{\"cursor\": \"c1\", \"items\": [2], \"nxt\": null}\n"
-    );
-    let (code, _, err, _tmp) = scan_texts(GOOD_CONTRACT, pages);
-    assert_eq!(code, 2, "{err}");
-    let (file, line, _, message) = json_error(&err);
-    assert_eq!((file.as_str(), line), ("pages.jsonl", Some(3)), "{err}");
-    assert!(message.contains("nxt"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn replay_lines_with_bad_fields_are_input_errors() -> TestResult {
-    for (line, needle) in [
-        (r#"{"cursor": null, "error": "teapot"}"#, "error"),
-        (r#"{"cursor": 5, "items": []}"#, "cursor"),
-        (r#"{"items": []}"#, "cursor"),
-        (
-            r#"{"cursor": null, "items": [{"id": 1, "tags": []}]}"#,
-            "tags",
-        ),
-        (
-            r#"{"cursor": null, "items": [{"id": 1, "labels": [3]}]}"#,
-            "labels",
-        ),
-        (r#"{"cursor": null, "items": {"range": [5, 1]}}"#, "range"),
-        (
-            r#"{"cursor": null, "items": [], "complete": "yes"}"#,
-            "complete",
-        ),
-        (
-            r#"{"cursor": null, "items": [], "delay_ms": -1}"#,
-            "delay_ms",
-        ),
-        (r#"[1, 2]"#, "object"),
-    ] {
-        let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, line);
-        assert_eq!(code, 2, "{line}: {out}{err}");
-        let (file, line_no, _, message) = json_error(&err);
-        assert_eq!(
-            (file.as_str(), line_no),
-            ("pages.jsonl", Some(1)),
-            "{line}: {err}"
-        );
-        assert!(message.contains(needle), "{line}: {err}");
-    }
-    Ok(())
-}
-
-#[test]
-fn empty_replay_file_is_an_input_error() -> TestResult {
-    let (code, _, err, _tmp) = scan_texts(GOOD_CONTRACT, "\n");
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("pages.jsonl"), "{err}");
-    Ok(())
-}
-
-#[test]
-fn request_without_replay_line_is_an_input_error_without_the_cursor() -> TestResult {
-    let pages =
-        r#"{"cursor": null, "items": [1], "next": "SECRET-CURSOR-unanswered-1", "snapshot": "s1"}"#;
-    let (code, out, err, _tmp) = scan_texts(GOOD_CONTRACT, pages);
-    assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("pages.jsonl"), "{err}");
-    assert!(err.contains("no line"), "{err}");
-    assert!(!err.contains("SECRET-CURSOR"), "a cursor leaked: {err}");
-    assert!(!out.contains("SECRET-CURSOR"), "a cursor leaked: {out}");
-    Ok(())
-}
-
-#[test]
-fn high_water_request_without_replay_line_is_an_input_error() -> TestResult {
-    let contract = r#"{"source": "customers", "on_expired_cursor": "high_water"}"#;
-    let pages = concat!(
-        "{\"cursor\": null, \"items\": [1, 2], \"next\": \"SECRET-CURSOR-hw-1\"}\n",
-        "{\"cursor\": \"SECRET-CURSOR-hw-1\", \"error\": \"expired_cursor\"}\n",
-        "{\"after\": 3, \"items\": [4], \"next\": null}\n"
-    );
-    let (code, _, err, _tmp) = scan_texts(contract, pages);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no line"), "{err}");
-    assert!(!err.contains("SECRET-CURSOR"), "a cursor leaked: {err}");
-    Ok(())
-}
-
-#[test]
-fn unknown_source_kind_is_an_input_error() -> TestResult {
-    let tmp = tempfile::tempdir()?;
-    let c = util::write(tmp.path(), "contract.json", GOOD_CONTRACT);
-    let store = tmp.path().join("s.redb");
-    let (code, _, err) = util::run(&[
-        "--store",
-        store.to_str().unwrap(),
-        "scan",
-        "--contract",
-        &c,
-        "--source",
-        "ftp:somewhere",
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("ftp:somewhere"), "{err}");
     Ok(())
 }
