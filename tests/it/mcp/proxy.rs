@@ -12,7 +12,7 @@ use crate::util;
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 fn pg(ids: &[u64], next: Option<&str>, status: &str) -> Value {
-    json!({"structured": {"items": ids.iter().map(|i| json!({"id": i, "title": format!("issue {i}")})).collect::<Vec<_>>(),
+    json!({"structured": {"items": ids.iter().map(|i| json!({"id": i, "title": format!("ticket {i}")})).collect::<Vec<_>>(),
         "next": next, "query": {"status": status}}})
 }
 
@@ -89,7 +89,7 @@ fn check(lines: &[Value]) {
         "{inv}"
     );
     assert_eq!(inv["items"].as_array().map(Vec::len), Some(5));
-    assert_eq!(inv["items"][4]["title"], "issue 5");
+    assert_eq!(inv["items"][4]["title"], "ticket 5");
     assert_eq!(inv["receipt"]["pages_observed"], 3);
     assert_eq!(inv["server"], "paged-test-server 9.9.1");
     // An ordinary tool: the upstream's answer, unchanged.
