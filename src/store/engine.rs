@@ -109,7 +109,14 @@ impl Engine {
 
     /// Opens a store for reading. Never writes the file: one a killed writer left unclean is
     /// read through a recovered private copy (`recovered_copy()` says so).
-    pub(crate) fn open_reader(path: &Path) -> Result<Engine, OpenError> {
+    ///
+    /// `on_copy` runs on a recovered copy while it is still writable: the store folds the
+    /// page journal a killed writer left into it, so the reader sees every acknowledged page
+    /// without writing the file.
+    pub(crate) fn open_reader(
+        path: &Path,
+        on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
+    ) -> Result<Engine, OpenError> {
         if !classify_path(path, false)? {
             return Err(OpenError::NotFound {
                 path: path.to_owned(),
@@ -134,6 +141,7 @@ impl Engine {
                 let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
                     .map_err(|e| rename_path(e, path))?;
                 schema::check(&engine).map_err(|e| rename_path(e, path))?;
+                on_copy(&engine).map_err(|e| rename_path(e, path))?;
                 engine.path = path.to_owned();
                 engine.copy = Some(copy);
                 engine.writable = false;

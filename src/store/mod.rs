@@ -16,8 +16,9 @@
 //!   refuses writes until it is reopened;
 //! - no raw cursor is written to the file in clear, and a run nothing can resume keeps none.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redb::WriteTransaction;
@@ -31,6 +32,7 @@ use crate::reconcile::{Limit, PageLog, Reconciler, Status, ViolationKind};
 mod backend;
 mod engine;
 mod error;
+mod journal;
 mod maintenance;
 mod records;
 mod schema;
@@ -250,6 +252,9 @@ pub struct Store {
     options: StoreOptions,
     poisoned: AtomicBool,
     source_spec: Option<String>,
+    /// The page journal of a writer in the shared mode (`journal.rs`).
+    journal: Mutex<Option<journal::Journal>>,
+    journal_path: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Store {
@@ -281,11 +286,30 @@ impl Store {
         } else {
             Sharing::Shared
         };
+        let engine = Engine::open_writer(path, sharing)?;
+        let (journal, journal_path) = if sharing == Sharing::Shared {
+            match open_journal(&engine, path) {
+                Ok(j) => (Some(j), Some(journal::path_of(path))),
+                Err(JournalOpen::Unavailable(e)) => {
+                    tracing::warn!(
+                        store = %path.display(),
+                        error = %e,
+                        "the page journal cannot be created next to the store; every checkpoint commits the store (two syncs)"
+                    );
+                    (None, None)
+                }
+                Err(JournalOpen::Failed(f)) => return Err(f.into_open(path)),
+            }
+        } else {
+            (None, None)
+        };
         Ok(Store {
-            engine: Engine::open_writer(path, sharing)?,
+            engine,
             options,
             poisoned: AtomicBool::new(false),
             source_spec: None,
+            journal: Mutex::new(journal),
+            journal_path,
         })
     }
 
@@ -307,11 +331,17 @@ impl Store {
     /// # Errors
     /// `OpenError` naming the path and the problem.
     pub fn open_read(path: &Path) -> Result<Store, OpenError> {
+        let jpath = journal::path_of(path);
+        let engine = Engine::open_reader(path, |copy| {
+            fold_journal_into_copy(copy, &jpath).map_err(|f| f.into_open(path))
+        })?;
         Ok(Store {
-            engine: Engine::open_reader(path)?,
+            engine,
             options: StoreOptions::new(),
             poisoned: AtomicBool::new(false),
             source_spec: None,
+            journal: Mutex::new(None),
+            journal_path: None,
         })
     }
 
@@ -340,6 +370,8 @@ impl Store {
             options,
             poisoned: AtomicBool::new(false),
             source_spec: None,
+            journal: Mutex::new(None),
+            journal_path: None,
         })
     }
 
@@ -348,6 +380,11 @@ impl Store {
     /// # Errors
     /// `ReadError` when the transaction cannot begin.
     pub fn read(&self) -> Result<Snapshot<'_>, ReadError> {
+        // No run writer is alive while `&self` is lent: journal records left are a dropped
+        // writer's, folded now so the view has them.
+        if let Err(e) = self.settle() {
+            tracing::warn!(store = %self.path().display(), error = %e, "the page journal could not be folded; reading the last fold");
+        }
         Snapshot::new(&self.engine)
     }
 
@@ -367,13 +404,19 @@ impl Store {
     /// Syncs (`fdatasync`) issued through this handle so far.
     #[must_use]
     pub fn syncs(&self) -> u64 {
-        self.engine.syncs()
+        self.engine.syncs() + self.with_journal(|j| j.syncs()).unwrap_or(0)
     }
 
     /// Bytes written to the file through this handle so far (what a scan costs the disk).
     #[must_use]
     pub fn bytes_written(&self) -> u64 {
-        self.engine.bytes_written()
+        self.engine.bytes_written() + self.with_journal(|j| j.written()).unwrap_or(0)
+    }
+
+    /// Whether checkpoints go to the page journal (a file store in the shared mode).
+    #[must_use]
+    pub fn journaled(&self) -> bool {
+        self.with_journal(|_| ()).is_some()
     }
 
     /// Records `spec` (the `--source` argument) in every run this store begins from now on, so
@@ -505,6 +548,235 @@ impl Store {
         self.poisoned.store(true, Ordering::Relaxed);
         f.into_write(self.engine.path())
     }
+
+    fn with_journal<T>(&self, f: impl FnOnce(&mut journal::Journal) -> T) -> Option<T> {
+        let mut guard = match self.journal.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        guard.as_mut().map(f)
+    }
+
+    fn fold_due(&self) -> bool {
+        self.with_journal(|j| j.fold_due()).unwrap_or(false)
+    }
+
+    fn journal_next_seq(&self) -> u64 {
+        self.with_journal(|j| j.next_seq()).unwrap_or(0)
+    }
+
+    /// Appends a checkpoint's record to the journal and syncs it.
+    fn append_journal(&self, record: journal::Record) -> Result<(), WriteError> {
+        if self.poisoned.load(Ordering::Relaxed) {
+            return Err(WriteError::Poisoned {
+                path: self.path().to_owned(),
+            });
+        }
+        match self.with_journal(|j| j.append(&record)) {
+            Some(Err(f)) => Err(self.poison(f)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Commits a transaction that covers every journal record appended so far: records the
+    /// last one's sequence number with it, then empties the journal.
+    fn commit_folding(&self, txn: WriteTransaction) -> Result<(), WriteError> {
+        let Some(seq) = self.with_journal(|j| j.last_seq()) else {
+            return self.commit(txn);
+        };
+        self.engine
+            .contain("record the folded page journal", || -> Result<(), redb::Error> {
+                txn.open_table(schema::META)?
+                    .insert(schema::META_JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+                Ok(())
+            })
+            .map_err(|f| self.poison(f))?;
+        self.commit(txn)?;
+        if let Some(Err(f)) = self.with_journal(|j| j.folded(seq)) {
+            // Harmless: the records left are at or below the folded number.
+            tracing::warn!(store = %self.path().display(), error = ?f, "the page journal could not be emptied");
+        }
+        Ok(())
+    }
+
+    /// Folds journal records a dropped run writer left (none while a writer is alive, since
+    /// it borrows the store mutably).
+    fn settle(&self) -> Result<(), WriteError> {
+        if !self.with_journal(|j| j.has_records()).unwrap_or(false) {
+            return Ok(());
+        }
+        let read = self
+            .with_journal(|j| j.read_back())
+            .unwrap_or_else(|| Ok(journal::Recovered::default()))
+            .map_err(|f| self.poison(f))?;
+        let expected = self.with_journal(|j| j.last_seq()).unwrap_or(0);
+        if read.records.last().map(|r| r.seq) != Some(expected) {
+            return Err(self.poison(Failure::damaged(format!(
+                "the page journal lost records this process wrote (read up to {:?}, wrote up to {expected})",
+                read.records.last().map(|r| r.seq)
+            ))));
+        }
+        let merged = journal::Merged::of(read.records).map_err(|f| self.poison(f))?;
+        let txn = self.write_txn()?;
+        writer::apply_journal(&self.engine, &txn, &merged).map_err(|f| self.poison(f))?;
+        self.commit(txn)?;
+        if let Some(Err(f)) = self.with_journal(|j| j.folded(merged.last_seq)) {
+            tracing::warn!(store = %self.path().display(), error = ?f, "the page journal could not be emptied");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.poisoned.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.settle().is_ok() {
+            if let Some(p) = &self.journal_path {
+                // Everything is folded: the journal goes (recreated by the next writer).
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+/// Folds the page journal a killed writer left into a reader's recovered private copy (the
+/// journal file is only read).
+fn fold_journal_into_copy(copy: &Engine, jpath: &Path) -> Result<(), Failure> {
+    let file = match std::fs::File::open(jpath) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Failure::Io {
+                op: "open the page journal",
+                source: Box::new(e),
+            })
+        }
+    };
+    let handle = backend::FileHandle::new(file).map_err(|e| Failure::Io {
+        op: "open the page journal",
+        source: Box::new(std::io::Error::other(e.to_string())),
+    })?;
+    let (key, folded) = journal_identity(copy)?;
+    let found = journal::read(&handle.backend(), &journal::tag_of(&key), folded)?;
+    if found.foreign {
+        tracing::warn!(journal = %jpath.display(), "the page journal belongs to another store; ignored");
+    }
+    if found.records.is_empty() {
+        return Ok(());
+    }
+    let merged = journal::Merged::of(found.records)?;
+    let txn = copy
+        .begin_write()?
+        .ok_or_else(|| Failure::damaged("the recovered copy opened read-only"))?;
+    writer::apply_journal(copy, &txn, &merged)?;
+    copy.contain("commit the folded page journal", || txn.commit())
+}
+
+/// The store's key (the journal's tag derives from it) and the last folded journal number.
+fn journal_identity(engine: &Engine) -> Result<([u8; TOKEN_KEY_LEN], u64), Failure> {
+    let wrap = |what: &str, e: ReadError| Failure::Damaged {
+        what: what.to_owned(),
+        source: Some(Box::new(e)),
+    };
+    let snap = Snapshot::new(engine).map_err(|e| wrap("cannot read the store", e))?;
+    let key = snap
+        .page_token_key()
+        .map_err(|e| wrap("cannot read the store's key", e))?;
+    let folded = snap
+        .journal_seq()
+        .map_err(|e| wrap("cannot read the folded page-journal number", e))?;
+    Ok((key, folded))
+}
+
+enum JournalOpen {
+    /// The file cannot be created or opened: the store works without a journal.
+    Unavailable(std::io::Error),
+    /// The journal holds records that cannot be folded: the store must not be written.
+    Failed(Failure),
+}
+
+/// Opens the page journal next to a store opened for writing in the shared mode: folds the
+/// records a killed writer left past the folded sequence number, then empties it.
+fn open_journal(engine: &Engine, path: &Path) -> Result<journal::Journal, JournalOpen> {
+    let jpath = journal::path_of(path);
+    let (key, folded) = journal_identity(engine).map_err(JournalOpen::Failed)?;
+    let tag = journal::tag_of(&key);
+    let existed = jpath.exists();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&jpath)
+        .map_err(JournalOpen::Unavailable)?;
+    let handle = backend::FileHandle::new(file)
+        .map_err(|e| JournalOpen::Unavailable(std::io::Error::other(e.to_string())))?;
+    let backend: Box<dyn redb::StorageBackend> = Box::new(handle.backend());
+    let mut folded_now = folded;
+    if existed {
+        let found = journal::read(backend.as_ref(), &tag, folded).map_err(JournalOpen::Failed)?;
+        if found.foreign {
+            // Left by another store once at this path: kept aside, never applied here.
+            drop(backend);
+            let mut aside = jpath.clone().into_os_string();
+            aside.push(".stale");
+            let aside = PathBuf::from(aside);
+            std::fs::rename(&jpath, &aside).map_err(|e| {
+                JournalOpen::Failed(Failure::Io {
+                    op: "move aside the page journal of another store",
+                    source: Box::new(e),
+                })
+            })?;
+            tracing::warn!(
+                journal = %jpath.display(),
+                moved_to = %aside.display(),
+                "the page journal next to the store belongs to another store (one deleted and created again here); moved aside"
+            );
+            return open_journal(engine, path);
+        }
+        if found.ignored_bytes > 0 {
+            tracing::info!(
+                journal = %jpath.display(),
+                bytes = found.ignored_bytes,
+                "the page journal ends with a torn record (never acknowledged); ignored"
+            );
+        }
+        if !found.records.is_empty() {
+            let merged = journal::Merged::of(found.records).map_err(JournalOpen::Failed)?;
+            let txn = match engine.begin_write() {
+                Ok(Some(t)) => t,
+                Ok(None) => return Err(JournalOpen::Failed(Failure::damaged("opened read-only"))),
+                Err(f) => return Err(JournalOpen::Failed(f)),
+            };
+            writer::apply_journal(engine, &txn, &merged).map_err(JournalOpen::Failed)?;
+            engine
+                .contain("commit the folded page journal", || txn.commit())
+                .map_err(JournalOpen::Failed)?;
+            folded_now = merged.last_seq;
+            tracing::info!(
+                journal = %jpath.display(),
+                through = folded_now,
+                "folded the page journal a stopped writer left"
+            );
+        }
+    }
+    let j = journal::Journal::start(backend, tag, folded_now).map_err(JournalOpen::Failed)?;
+    if !existed {
+        // The new file's name must survive a power cut before any record relies on it.
+        let dir = match jpath.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        if let Err(e) = std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
+            return Err(JournalOpen::Failed(Failure::Io {
+                op: "sync the directory of the page journal",
+                source: Box::new(e),
+            }));
+        }
+    }
+    Ok(j)
 }
 
 fn retry_busy<T>(

@@ -46,6 +46,9 @@ pub(crate) const META_MAGIC: &str = "magic";
 pub(crate) const META_VERSION: &str = "format_version";
 pub(crate) const META_NEXT_RUN: &str = "next_run";
 pub(crate) const META_TOKEN_KEY: &str = "page_token_key";
+/// The sequence number of the last page-journal record folded into the tables (`u64` LE;
+/// absent: 0).
+pub(crate) const META_JOURNAL_SEQ: &str = "journal_seq";
 /// Bytes of the page-token key.
 pub const TOKEN_KEY_LEN: usize = 32;
 

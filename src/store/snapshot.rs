@@ -11,7 +11,7 @@ use super::engine::Engine;
 use super::error::{Failure, ReadError};
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_TOKEN_KEY,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_JOURNAL_SEQ, META_TOKEN_KEY,
     PAGES, RUNS, TOKEN_KEY_LEN,
 };
 use super::{LoadedRun, RunHeader, RunState, RunSummary, ScopeKey};
@@ -441,6 +441,24 @@ impl<'s> Snapshot<'s> {
                 Ok((leaf, crate::content::ContentAcc(acc)))
             })
             .collect()
+    }
+
+    /// The sequence number of the last page-journal record folded into the tables (0 when
+    /// none ever was).
+    pub(crate) fn journal_seq(&self) -> Result<u64, ReadError> {
+        let v = self
+            .engine
+            .contain("read the meta table", || -> Result<_, redb::Error> {
+                let meta = self.txn.open_table(META)?;
+                Ok(meta.get(META_JOURNAL_SEQ)?.map(|v| v.value().to_vec()))
+            })
+            .map_err(|f| self.fail(f))?;
+        match v {
+            None => Ok(0),
+            Some(b) => <[u8; 8]>::try_from(b.as_slice())
+                .map(u64::from_le_bytes)
+                .map_err(|_| self.damaged("meta", None, "journal_seq is not 8 bytes")),
+        }
     }
 
     /// The key that signs this store's page tokens (made when the store was created).

@@ -12,11 +12,12 @@ use std::collections::BTreeSet;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::backend::Liveness;
+use super::journal;
 use super::error::{Failure, WriteError};
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN,
-    PAGES, RUNS,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META,
+    META_JOURNAL_SEQ, META_NEXT_RUN, PAGES, RUNS,
 };
 use super::{ScopeKey, Store};
 use crate::contract::{Contract, IdCodecKind};
@@ -34,6 +35,7 @@ pub(crate) struct NewRun {
     pub(crate) source_spec: Option<String>,
 }
 
+/// What the run changed since the last commit to redb.
 #[derive(Debug, Default)]
 struct Pending {
     pages: Vec<PageLog>,
@@ -41,6 +43,28 @@ struct Pending {
     label_partitions: BTreeSet<(u32, u64)>,
     interned: Vec<(u64, String)>,
     content_leaves: BTreeSet<u64>,
+}
+
+/// What the run changed since the last journal record (journaled stores only).
+#[derive(Debug, Default)]
+struct Unjournaled {
+    pages: Vec<PageLog>,
+    ids: Vec<u64>,
+    label_ids: Vec<(u32, u64)>,
+    interned: Vec<(u64, String)>,
+    content_leaves: BTreeSet<u64>,
+}
+
+impl Unjournaled {
+    fn add(&mut self, delta: &Delta) {
+        if let Some(p) = &delta.page {
+            self.pages.push(p.clone());
+        }
+        self.ids.extend_from_slice(&delta.ids);
+        self.label_ids.extend_from_slice(&delta.label_ids);
+        self.interned.extend(delta.interned.iter().cloned());
+        self.content_leaves.extend(delta.content_leaves.iter().copied());
+    }
 }
 
 /// The writer of one run. Dropping it discards its uncommitted pages and nothing else.
@@ -55,6 +79,8 @@ pub struct RunWriter<'s> {
     restarted_from: Option<RunId>,
     server_count: Option<u64>,
     pending: Pending,
+    /// `Some` when the store journals checkpoints (shared mode on a file).
+    unjournaled: Option<Unjournaled>,
     _liveness: Option<Liveness>,
 }
 
@@ -99,6 +125,7 @@ impl<'s> RunWriter<'s> {
         server_count: Option<u64>,
     ) -> RunWriter<'s> {
         let liveness = Liveness::take(store.engine.path(), run.0);
+        let unjournaled = store.journaled().then(Unjournaled::default);
         RunWriter {
             run,
             scope: ScopeKey::of(&new.contract),
@@ -109,6 +136,7 @@ impl<'s> RunWriter<'s> {
             restarted_from: new.restarted_from,
             server_count,
             pending: Pending::default(),
+            unjournaled,
             _liveness: liveness,
             store,
         }
@@ -123,17 +151,27 @@ impl<'s> RunWriter<'s> {
     /// Pages observed but not yet durable.
     #[must_use]
     pub fn pending_pages(&self) -> usize {
-        self.pending.pages.len()
+        match &self.unjournaled {
+            Some(u) => u.pages.len(),
+            None => self.pending.pages.len(),
+        }
     }
 
-    /// Records what one observation changed; commits (durably) when the group-commit budget is
-    /// reached, and at once when the run's state changed without a page (a failure, a limit, a
-    /// policy switch) or the run finished.
+    /// Records what one observation changed and makes it durable when the group-commit budget
+    /// is reached (at once when the run's state changed without a page: a failure, a limit, a
+    /// policy switch; or when the run finished).
+    ///
+    /// Durable means, on a journaled store (the default shared mode), one record appended to
+    /// the page journal and synced, folded into the store's tables every so often (readers in
+    /// other processes see the last fold); otherwise one commit of the store.
     ///
     /// # Errors
-    /// `WriteError` when the commit fails; the store then refuses writes until reopened.
+    /// `WriteError` when the write fails; the store then refuses writes until reopened.
     pub fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), WriteError> {
         let page_seen = delta.page.is_some();
+        if let Some(u) = &mut self.unjournaled {
+            u.add(&delta);
+        }
         if let Some(p) = delta.page {
             self.pending.pages.push(p);
         }
@@ -142,10 +180,63 @@ impl<'s> RunWriter<'s> {
         self.pending.interned.extend(delta.interned);
         self.pending.content_leaves.extend(delta.content_leaves);
         let every = self.store.options.checkpoint_every_pages.max(1) as usize;
-        if !page_seen || rec.is_finished() || self.pending.pages.len() >= every {
+        if !page_seen {
+            return self.commit(rec);
+        }
+        if !rec.is_finished() && self.pending_pages() < every {
+            return Ok(());
+        }
+        if self.unjournaled.is_none() {
+            return self.commit(rec);
+        }
+        self.append(rec)?;
+        if self.store.fold_due() {
             self.commit(rec)?;
         }
         Ok(())
+    }
+
+    /// Appends what changed since the last record to the journal, synced.
+    fn append(&mut self, rec: &Reconciler) -> Result<(), WriteError> {
+        let Some(u) = self.unjournaled.take() else {
+            return Ok(());
+        };
+        let record = self.journal_record(rec, u);
+        self.unjournaled = Some(Unjournaled::default());
+        self.store.append_journal(record)
+    }
+
+    /// The redo record of what changed since the last one.
+    fn journal_record(&self, rec: &Reconciler, mut u: Unjournaled) -> journal::Record {
+        let (run_record, sealed) = self.run_record(rec, StoredState::Running, None);
+        u.ids.sort_unstable();
+        u.ids.dedup();
+        let mut r = journal::Record {
+            seq: self.store.journal_next_seq(),
+            run: self.run.0,
+            pages: u
+                .pages
+                .iter()
+                .map(|pl| (pl.page_idx, records::encode_page(pl).to_vec()))
+                .collect(),
+            label_ids: u.label_ids,
+            scope: if u.interned.is_empty() {
+                Vec::new()
+            } else {
+                self.scope.as_bytes().to_vec()
+            },
+            interned: u.interned,
+            content: u
+                .content_leaves
+                .iter()
+                .filter_map(|leaf| rec.content().get(leaf).map(|a| (*leaf, a.0.to_vec())))
+                .collect(),
+            cursor: sealed.map(|s| (s, self.cursor_key.to_vec())),
+            run_record,
+            ..journal::Record::default()
+        };
+        r.set_ids(&u.ids);
+        r
     }
 
     /// Records the server-side count of a `count`-mode run (written with the next commit).
@@ -162,8 +253,11 @@ impl<'s> RunWriter<'s> {
         if let Err(f) = self.write_state(&txn, rec, StoredState::Running, None) {
             return Err(self.store.poison(f));
         }
-        self.store.commit(txn)?;
+        self.store.commit_folding(txn)?;
         self.pending = Pending::default();
+        if self.unjournaled.is_some() {
+            self.unjournaled = Some(Unjournaled::default());
+        }
         Ok(())
     }
 
@@ -178,7 +272,7 @@ impl<'s> RunWriter<'s> {
         if let Err(f) = self.write_state(&txn, rec, StoredState::Finished, Some(finished_at_ms)) {
             return Err(self.store.poison(f));
         }
-        self.store.commit(txn)
+        self.store.commit_folding(txn)
     }
 
     /// Ends this run as superseded and begins its successor under `contract` (a fresh
@@ -212,9 +306,57 @@ impl<'s> RunWriter<'s> {
             Ok(run) => run,
             Err(f) => return Err(self.store.poison(f)),
         };
-        self.store.commit(txn)?;
+        self.store.commit_folding(txn)?;
         let RunWriter { store, .. } = self;
         Ok(RunWriter::open(store, run, new, key, None))
+    }
+
+    /// The run record as of `rec`, encoded, and the sealed request to continue from when one
+    /// is kept.
+    fn run_record(
+        &self,
+        rec: &Reconciler,
+        state: StoredState,
+        finished_at_ms: Option<u64>,
+    ) -> (Vec<u8>, Option<Vec<u8>>) {
+        let p = rec.progress();
+        let ids = rec.ids();
+        let done = state != StoredState::Running;
+        // The raw request is kept (encrypted) only while a resume may still need it.
+        let keep_request = self.store.options.keep_cursors
+            && state != StoredState::Superseded
+            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
+        let sealed = if keep_request {
+            p.next
+                .as_ref()
+                .and_then(|r| records::seal_request(r, &self.cursor_key))
+        } else {
+            None
+        };
+        let mut progress = p.clone();
+        progress.next = (p.next == Some(Request::First)).then_some(Request::First);
+        let record = RunRecord {
+            contract_json: self.contract.to_value().to_string(),
+            state,
+            started_at_ms: self.started_at_ms,
+            finished_at_ms,
+            restarts: self.restarts,
+            restarted_from: self.restarted_from.map(|r| r.0),
+            superseded_by: None,
+            server_count: self.server_count,
+            source_spec: self.store.source_spec.clone(),
+            next_kind: if keep_request || p.next == Some(Request::First) {
+                records::next_kind(p.next.as_ref())
+            } else {
+                0
+            },
+            progress,
+            unique_ids: ids.len(),
+            partitions: ids.partition_count() as u64,
+            merkle_root: done.then(|| run_root(rec)),
+            status: rec.status(),
+        };
+        (records::encode_run(&record), sealed)
     }
 
     /// Writes pending pages, changed bitmaps, new strings, the request and the run record.
@@ -227,7 +369,6 @@ impl<'s> RunWriter<'s> {
     ) -> Result<(), Failure> {
         let engine = &self.store.engine;
         let run = self.run.0;
-        let p = rec.progress();
         let ids = rec.ids();
         // Encode outside the engine calls: our own work is never inside `contain`.
         let id_rows: Vec<(u64, Vec<u8>)> = self
@@ -269,47 +410,9 @@ impl<'s> RunWriter<'s> {
             .map(|(id, s)| (*id, s.as_str(), records::encode_interned(s)))
             .collect();
         let done = state != StoredState::Running;
-        // The raw request is kept (encrypted) only while a resume may still need it.
-        let keep_request = self.store.options.keep_cursors
-            && state != StoredState::Superseded
-            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
-        let sealed = if keep_request {
-            p.next
-                .as_ref()
-                .and_then(|r| records::seal_request(r, &self.cursor_key))
-        } else {
-            None
-        };
-        let (leaves, merkle_root) = if done {
-            let leaves = digest::leaves(ids);
-            (Some(leaves), Some(run_root(rec)))
-        } else {
-            (None, None)
-        };
-        let mut progress = p.clone();
-        progress.next = (p.next == Some(Request::First)).then_some(Request::First);
-        let record = RunRecord {
-            contract_json: self.contract.to_value().to_string(),
-            state,
-            started_at_ms: self.started_at_ms,
-            finished_at_ms,
-            restarts: self.restarts,
-            restarted_from: self.restarted_from.map(|r| r.0),
-            superseded_by: None,
-            server_count: self.server_count,
-            source_spec: self.store.source_spec.clone(),
-            next_kind: if keep_request || p.next == Some(Request::First) {
-                records::next_kind(p.next.as_ref())
-            } else {
-                0
-            },
-            progress,
-            unique_ids: ids.len(),
-            partitions: ids.partition_count() as u64,
-            merkle_root,
-            status: rec.status(),
-        };
-        let record_bytes = records::encode_run(&record);
+        let (record_bytes, sealed) = self.run_record(rec, state, finished_at_ms);
+        let leaves = done.then(|| digest::leaves(ids));
+
         let scope = self.scope.as_bytes().to_vec();
         let cursor_key = self.cursor_key;
         engine.contain("write a checkpoint", || -> Result<(), redb::Error> {
@@ -472,4 +575,120 @@ fn set_superseded_by(
 /// Whether a contract's IDs are interned strings.
 pub(crate) fn is_string(contract: &Contract) -> bool {
     contract.id_codec == IdCodecKind::String
+}
+
+/// Writes what journal records hold (merged) into a write transaction: the redo of
+/// checkpoints a fold had not yet covered. IDs and label IDs are added to the stored
+/// partitions; everything else is written as the last record left it.
+pub(crate) fn apply_journal(
+    engine: &super::engine::Engine,
+    txn: &WriteTransaction,
+    merged: &journal::Merged,
+) -> Result<(), Failure> {
+    for run_bytes in merged.runs.values() {
+        if records::decode_run(run_bytes).is_none() {
+            return Err(Failure::damaged(
+                "page journal: a run record that passed its check does not decode",
+            ));
+        }
+    }
+    // Stored partitions first (read), then the unions (written): our own work stays outside
+    // the engine calls.
+    let (ids_before, labels_before) =
+        engine.contain("read partitions for the page journal", || -> Result<_, redb::Error> {
+            let ids = txn.open_table(IDS)?;
+            let mut a = Vec::with_capacity(merged.ids.len());
+            for key in merged.ids.keys() {
+                a.push(ids.get(*key)?.map(|v| v.value().to_vec()));
+            }
+            let labels = txn.open_table(LABELS)?;
+            let mut b = Vec::with_capacity(merged.labels.len());
+            for key in merged.labels.keys() {
+                b.push(labels.get(*key)?.map(|v| v.value().to_vec()));
+            }
+            Ok((a, b))
+        })?;
+    let union = |before: Option<Vec<u8>>, add: &roaring::RoaringBitmap, what: String| {
+        let mut b = match before {
+            Some(bytes) => records::decode_bitmap(&bytes)
+                .ok_or_else(|| Failure::damaged(format!("{what}: the stored bitmap does not decode")))?,
+            None => roaring::RoaringBitmap::new(),
+        };
+        b |= add;
+        Ok::<_, Failure>(records::encode_bitmap(&b))
+    };
+    let mut id_rows = Vec::with_capacity(merged.ids.len());
+    for ((key, add), before) in merged.ids.iter().zip(ids_before) {
+        let what = format!("table ids, run-{} partition {}", key.0, key.1);
+        id_rows.push((*key, union(before, add, what)?));
+    }
+    let mut label_rows = Vec::with_capacity(merged.labels.len());
+    for ((key, add), before) in merged.labels.iter().zip(labels_before) {
+        let what = format!("table labels, run-{} label {} partition {}", key.0, key.1, key.2);
+        label_rows.push((*key, union(before, add, what)?));
+    }
+    let string_rows: Vec<(&[u8], u64, &str, Vec<u8>)> = merged
+        .strings
+        .iter()
+        .map(|(scope, id, s)| (scope.as_slice(), *id, s.as_str(), records::encode_interned(s)))
+        .collect();
+    let seq = merged.last_seq;
+    engine.contain("fold the page journal", || -> Result<(), redb::Error> {
+        {
+            let mut t = txn.open_table(PAGES)?;
+            for (key, bytes) in &merged.pages {
+                t.insert(*key, bytes.as_slice())?;
+            }
+        }
+        {
+            let mut t = txn.open_table(IDS)?;
+            for (key, bytes) in &id_rows {
+                t.insert(*key, bytes.as_slice())?;
+            }
+        }
+        {
+            let mut t = txn.open_table(LABELS)?;
+            for (key, bytes) in &label_rows {
+                t.insert(*key, bytes.as_slice())?;
+            }
+        }
+        if !merged.content.is_empty() {
+            let mut t = txn.open_table(CONTENT)?;
+            for (key, acc) in &merged.content {
+                t.insert(*key, acc.as_slice())?;
+            }
+        }
+        if !string_rows.is_empty() {
+            let mut fwd = txn.open_table(INTERN)?;
+            let mut rev = txn.open_table(INTERN_REV)?;
+            for (scope, id, s, bytes) in &string_rows {
+                fwd.insert((*scope, s.as_bytes()), *id)?;
+                rev.insert((*scope, *id), bytes.as_slice())?;
+            }
+        }
+        {
+            let mut c = txn.open_table(CURSORS)?;
+            let mut k = txn.open_table(CURSOR_KEYS)?;
+            for (run, op) in &merged.cursors {
+                match op {
+                    Some((sealed, key)) => {
+                        c.insert(*run, sealed.as_slice())?;
+                        k.insert(*run, key.as_slice())?;
+                    }
+                    None => {
+                        c.remove(*run)?;
+                    }
+                }
+            }
+        }
+        {
+            let mut t = txn.open_table(RUNS)?;
+            for (run, bytes) in &merged.runs {
+                t.insert(*run, bytes.as_slice())?;
+            }
+        }
+        txn.open_table(META)?
+            .insert(META_JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+        Ok(())
+    })
 }
