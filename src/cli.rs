@@ -331,14 +331,21 @@ pub(crate) struct WriteOpts {
     /// Print `ack run-N page P` to stderr after every committed checkpoint (crash tests).
     #[arg(long, hide = true)]
     pub ack_pages: bool,
+    /// Fold the page journal after at most N records instead of 64 (crash tests).
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fold_every: Option<u32>,
 }
 
 impl WriteOpts {
     fn store_options(&self) -> StoreOptions {
-        StoreOptions::new()
+        let o = StoreOptions::new()
             .keep_cursors(!self.no_keep_cursors)
             .checkpoint_every(self.checkpoint_every)
-            .exclusive(self.exclusive)
+            .exclusive(self.exclusive);
+        match self.fold_every {
+            Some(n) => o.fold_every(n),
+            None => o,
+        }
     }
 }
 

@@ -16,7 +16,7 @@
 //!   refuses writes until it is reopened;
 //! - no raw cursor is written to the file in clear, and a run nothing can resume keeps none.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,10 +32,16 @@ use crate::reconcile::{Limit, PageLog, Reconciler, Status, ViolationKind};
 mod backend;
 mod engine;
 mod error;
+mod fold;
 mod journal;
 mod maintenance;
 mod records;
 mod schema;
+#[cfg(feature = "sim-disk")]
+#[doc(hidden)]
+pub mod simdisk;
+#[cfg(all(test, not(feature = "sim-disk")))]
+mod simdisk;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -57,6 +63,7 @@ pub struct StoreOptions {
     keep_cursors: bool,
     checkpoint_every_pages: u32,
     exclusive: bool,
+    fold_records: u32,
 }
 
 impl Default for StoreOptions {
@@ -79,6 +86,7 @@ impl StoreOptions {
             keep_cursors: true,
             checkpoint_every_pages: 1,
             exclusive: false,
+            fold_records: journal::FOLD_RECORDS,
         }
     }
 
@@ -103,6 +111,15 @@ impl StoreOptions {
     #[must_use]
     pub fn exclusive(mut self, exclusive: bool) -> StoreOptions {
         self.exclusive = exclusive;
+        self
+    }
+
+    /// Fold the page journal after at most `records` records (at least 1) instead of 64:
+    /// the crash tests' way to put folds among few pages. Not part of the API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn fold_every(mut self, records: u32) -> StoreOptions {
+        self.fold_records = records.clamp(1, journal::FOLD_RECORDS);
         self
     }
 
@@ -246,15 +263,33 @@ pub struct Raise {
     pub deadline_seconds: Option<u64>,
 }
 
-/// An open store file.
+/// An open store file: a writer (`open`) or a reader (`open_read`).
 pub struct Store {
     engine: Engine,
     options: StoreOptions,
     poisoned: AtomicBool,
     source_spec: Option<String>,
-    /// The page journal of a writer in the shared mode (`journal.rs`).
+    /// The page journal of a writer in the shared mode (`journal.rs`, `fold.rs`).
     journal: Mutex<Option<journal::Journal>>,
-    journal_path: Option<PathBuf>,
+    /// Held by a shared-mode writer while it lives: readers leave its journal to it.
+    _writer_mark: Option<WriterMark>,
+}
+
+/// What marks a shared-mode writer alive to readers in other processes.
+enum WriterMark {
+    /// A byte-range lock on the store file (`backend::Liveness::writer`).
+    File(#[allow(dead_code)] backend::Liveness),
+    #[cfg(any(test, feature = "sim-disk"))]
+    Sim(simdisk::SimDisk),
+}
+
+impl Drop for WriterMark {
+    fn drop(&mut self) {
+        #[cfg(any(test, feature = "sim-disk"))]
+        if let WriterMark::Sim(disk) = self {
+            disk.set_writer_alive(false);
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -268,6 +303,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens a store for writing, creating it if the file does not exist. An existing file
     /// must be a scanledger store of this format: it is checked before anything is written.
+    /// Journal records a killed writer left are folded first, in one commit.
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("sl-doc-open-{}", std::process::id()));
@@ -287,21 +323,47 @@ impl Store {
             Sharing::Shared
         };
         let engine = Engine::open_writer(path, sharing)?;
-        let (journal, journal_path) = if sharing == Sharing::Shared {
-            match open_journal(&engine, path) {
-                Ok(j) => (Some(j), Some(journal::path_of(path))),
-                Err(JournalOpen::Unavailable(e)) => {
-                    tracing::warn!(
-                        store = %path.display(),
-                        error = %e,
-                        "the page journal cannot be created next to the store; every checkpoint commits the store (two syncs)"
-                    );
-                    (None, None)
-                }
-                Err(JournalOpen::Failed(f)) => return Err(f.into_open(path)),
-            }
+        // Taken before the journal is read: a reader that finds it free knows no writer
+        // will fold what it reads.
+        let mark = (sharing == Sharing::Shared)
+            .then(|| backend::Liveness::writer(path).map(WriterMark::File))
+            .flatten();
+        let files = Box::new(fold::FileJournal::beside(path));
+        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(path))
+    }
+
+    /// A writer over an open engine: folds the journal records that continue its last
+    /// commit, then journals (shared mode) or removes the journal (exclusive mode).
+    fn writer(
+        engine: Engine,
+        options: StoreOptions,
+        sharing: Sharing,
+        files: Box<dyn journal::JournalFiles>,
+        mark: Option<WriterMark>,
+    ) -> Result<Store, Failure> {
+        let merged = fold::recover(&engine, files.as_ref(), true)?;
+        if !merged.is_empty() {
+            fold::fold_into(&engine, &merged)?;
+            tracing::info!(store = %engine.path().display(), records = merged.records, "folded the page journal a stopped writer left");
+        }
+        let journal = if sharing == Sharing::Shared {
+            let (tag, base) = fold::identity(&engine)?;
+            let base = match base {
+                Some(b) => b,
+                None => fold::fold_into(&engine, &journal::Merged::default())?,
+            };
+            Some(journal::Journal::new(
+                files,
+                tag,
+                base,
+                options.fold_records,
+            ))
         } else {
-            (None, None)
+            // Nothing in it applies any more: this writer's commits are not journaled.
+            if let Err(e) = files.remove() {
+                tracing::debug!(journal = %files.name(), error = %e, "a stale page journal could not be removed (it is ignored)");
+            }
+            None
         };
         Ok(Store {
             engine,
@@ -309,8 +371,19 @@ impl Store {
             poisoned: AtomicBool::new(false),
             source_spec: None,
             journal: Mutex::new(journal),
-            journal_path,
+            _writer_mark: mark,
         })
+    }
+
+    fn reader(engine: Engine) -> Store {
+        Store {
+            engine,
+            options: StoreOptions::new(),
+            poisoned: AtomicBool::new(false),
+            source_spec: None,
+            journal: Mutex::new(None),
+            _writer_mark: None,
+        }
     }
 
     /// [`Store::open`], waiting up to `wait` while another process writes the store.
@@ -326,23 +399,26 @@ impl Store {
     }
 
     /// Opens a store for reading; works while another process writes it (unless that one
-    /// holds it exclusively), and never writes the file.
+    /// holds it exclusively), and never writes the file. While a writer is alive the view is
+    /// its last fold; after a writer died, journal records it acknowledged are folded into a
+    /// private copy, which the view then reads (`reads_recovered_copy`).
     ///
     /// # Errors
     /// `OpenError` naming the path and the problem.
     pub fn open_read(path: &Path) -> Result<Store, OpenError> {
-        let jpath = journal::path_of(path);
-        let engine = Engine::open_reader(path, |copy| {
-            fold_journal_into_copy(copy, &jpath).map_err(|f| f.into_open(path))
-        })?;
-        Ok(Store {
-            engine,
-            options: StoreOptions::new(),
-            poisoned: AtomicBool::new(false),
-            source_spec: None,
-            journal: Mutex::new(None),
-            journal_path: None,
-        })
+        let files = fold::FileJournal::beside(path);
+        let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
+        let engine = Engine::open_reader(path, false, on_copy)?;
+        if engine.recovered_copy() || backend::writer_is_live(path) {
+            return Ok(Store::reader(engine));
+        }
+        let pending = fold::recover(&engine, &files, false).map_err(|f| f.into_open(path))?;
+        if pending.is_empty() {
+            return Ok(Store::reader(engine));
+        }
+        drop(engine);
+        let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
+        Ok(Store::reader(Engine::open_reader(path, true, on_copy)?))
     }
 
     /// [`Store::open_read`], waiting up to `wait` while a process holds the store exclusively.
@@ -353,26 +429,58 @@ impl Store {
         retry_busy(wait, || Store::open_read(path))
     }
 
-    /// Opens a store on a custom backend (the power-loss tests' simulated disk).
-    #[cfg(test)]
-    pub(crate) fn open_backend(
-        backend: impl redb::StorageBackend,
+    /// Opens a store for writing on a simulated disk (the power-loss tests and the crash
+    /// fuzzer): the store file and its journal, in the shared mode unless `options` say
+    /// exclusive. Not part of the API.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    #[cfg(any(test, feature = "sim-disk"))]
+    #[doc(hidden)]
+    pub fn open_simulated(
+        disk: &simdisk::SimDisk,
         options: StoreOptions,
-        shared: bool,
     ) -> Result<Store, OpenError> {
-        let sharing = if shared {
-            Sharing::Shared
-        } else {
+        let sharing = if options.exclusive {
             Sharing::Exclusive
+        } else {
+            Sharing::Shared
         };
-        Ok(Store {
-            engine: Engine::open_backend(backend, sharing)?,
-            options,
-            poisoned: AtomicBool::new(false),
-            source_spec: None,
-            journal: Mutex::new(None),
-            journal_path: None,
-        })
+        let engine = Engine::open_backend(disk.store_file(), sharing)?;
+        let mark = (sharing == Sharing::Shared).then(|| {
+            disk.set_writer_alive(true);
+            WriterMark::Sim(disk.clone())
+        });
+        let files = Box::new(simdisk::SimJournal(disk.clone()));
+        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(engine_path()))
+    }
+
+    /// Opens a store for reading on a simulated disk, as [`Store::open_read`] does a file.
+    /// Not part of the API.
+    ///
+    /// # Errors
+    /// As [`Store::open_read`].
+    #[cfg(any(test, feature = "sim-disk"))]
+    #[doc(hidden)]
+    pub fn open_read_simulated(disk: &simdisk::SimDisk) -> Result<Store, OpenError> {
+        let files = simdisk::SimJournal(disk.clone());
+        let fold =
+            |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
+        let engine = Engine::open_reader_backend(disk, false, fold)?;
+        if engine.recovered_copy() || disk.writer_alive() {
+            return Ok(Store::reader(engine));
+        }
+        let pending =
+            fold::recover(&engine, &files, false).map_err(|f| f.into_open(engine_path()))?;
+        if pending.is_empty() {
+            return Ok(Store::reader(engine));
+        }
+        drop(engine);
+        let fold =
+            |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
+        Ok(Store::reader(Engine::open_reader_backend(
+            disk, true, fold,
+        )?))
     }
 
     /// A consistent read view: one read transaction for everything a command reads.
@@ -413,10 +521,10 @@ impl Store {
         self.engine.bytes_written() + self.with_journal(|j| j.written()).unwrap_or(0)
     }
 
-    /// Whether checkpoints go to the page journal (a file store in the shared mode).
+    /// Whether checkpoints go to the page journal (a writer in the shared mode).
     #[must_use]
     pub fn journaled(&self) -> bool {
-        self.with_journal(|_| ()).is_some()
+        self.with_journal(|j| j.available()).unwrap_or(false)
     }
 
     /// Records `spec` (the `--source` argument) in every run this store begins from now on, so
@@ -435,6 +543,8 @@ impl Store {
         contract: &Contract,
         started_at_ms: u64,
     ) -> Result<(RunWriter<'_>, Option<Interner>), WriteError> {
+        // A dropped writer's acknowledged pages are committed before anything else is.
+        self.settle()?;
         let interner = if writer::is_string(contract) {
             Some(self.read()?.interner(&ScopeKey::of(contract))?)
         } else {
@@ -461,6 +571,7 @@ impl Store {
         run: RunId,
         raise: &Raise,
     ) -> Result<(RunWriter<'_>, LoadedRun), WriteError> {
+        self.settle()?;
         let (mut loaded, key) = {
             let snap = self.read()?;
             let loaded = snap.load(run)?;
@@ -538,12 +649,6 @@ impl Store {
         }
     }
 
-    fn commit(&self, txn: WriteTransaction) -> Result<(), WriteError> {
-        self.engine
-            .contain("commit", || txn.commit())
-            .map_err(|f| self.poison(f))
-    }
-
     fn poison(&self, f: Failure) -> WriteError {
         self.poisoned.store(true, Ordering::Relaxed);
         f.into_write(self.engine.path())
@@ -556,227 +661,25 @@ impl Store {
         };
         guard.as_mut().map(f)
     }
-
-    fn fold_due(&self) -> bool {
-        self.with_journal(|j| j.fold_due()).unwrap_or(false)
-    }
-
-    fn journal_next_seq(&self) -> u64 {
-        self.with_journal(|j| j.next_seq()).unwrap_or(0)
-    }
-
-    /// Appends a checkpoint's record to the journal and syncs it.
-    fn append_journal(&self, record: journal::Record) -> Result<(), WriteError> {
-        if self.poisoned.load(Ordering::Relaxed) {
-            return Err(WriteError::Poisoned {
-                path: self.path().to_owned(),
-            });
-        }
-        match self.with_journal(|j| j.append(&record)) {
-            Some(Err(f)) => Err(self.poison(f)),
-            _ => Ok(()),
-        }
-    }
-
-    /// Commits a transaction that covers every journal record appended so far: records the
-    /// last one's sequence number with it, then empties the journal.
-    fn commit_folding(&self, txn: WriteTransaction) -> Result<(), WriteError> {
-        let Some(seq) = self.with_journal(|j| j.last_seq()) else {
-            return self.commit(txn);
-        };
-        self.engine
-            .contain("record the folded page journal", || -> Result<(), redb::Error> {
-                txn.open_table(schema::META)?
-                    .insert(schema::META_JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
-                Ok(())
-            })
-            .map_err(|f| self.poison(f))?;
-        self.commit(txn)?;
-        if let Some(Err(f)) = self.with_journal(|j| j.folded(seq)) {
-            // Harmless: the records left are at or below the folded number.
-            tracing::warn!(store = %self.path().display(), error = ?f, "the page journal could not be emptied");
-        }
-        Ok(())
-    }
-
-    /// Folds journal records a dropped run writer left (none while a writer is alive, since
-    /// it borrows the store mutably).
-    fn settle(&self) -> Result<(), WriteError> {
-        if !self.with_journal(|j| j.has_records()).unwrap_or(false) {
-            return Ok(());
-        }
-        let read = self
-            .with_journal(|j| j.read_back())
-            .unwrap_or_else(|| Ok(journal::Recovered::default()))
-            .map_err(|f| self.poison(f))?;
-        let expected = self.with_journal(|j| j.last_seq()).unwrap_or(0);
-        if read.records.last().map(|r| r.seq) != Some(expected) {
-            return Err(self.poison(Failure::damaged(format!(
-                "the page journal lost records this process wrote (read up to {:?}, wrote up to {expected})",
-                read.records.last().map(|r| r.seq)
-            ))));
-        }
-        let merged = journal::Merged::of(read.records).map_err(|f| self.poison(f))?;
-        let txn = self.write_txn()?;
-        writer::apply_journal(&self.engine, &txn, &merged).map_err(|f| self.poison(f))?;
-        self.commit(txn)?;
-        if let Some(Err(f)) = self.with_journal(|j| j.folded(merged.last_seq)) {
-            tracing::warn!(store = %self.path().display(), error = ?f, "the page journal could not be emptied");
-        }
-        Ok(())
-    }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
         if self.poisoned.load(Ordering::Relaxed) {
+            // What the journal holds stays for the next writer (or a reader's copy) to fold.
             return;
         }
         if self.settle().is_ok() {
-            if let Some(p) = &self.journal_path {
-                // Everything is folded: the journal goes (recreated by the next writer).
-                let _ = std::fs::remove_file(p);
-            }
+            // Everything is folded: the journal goes (recreated by the next writer).
+            self.with_journal(journal::Journal::remove);
         }
     }
 }
 
-/// Folds the page journal a killed writer left into a reader's recovered private copy (the
-/// journal file is only read).
-fn fold_journal_into_copy(copy: &Engine, jpath: &Path) -> Result<(), Failure> {
-    let file = match std::fs::File::open(jpath) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(Failure::Io {
-                op: "open the page journal",
-                source: Box::new(e),
-            })
-        }
-    };
-    let handle = backend::FileHandle::new(file).map_err(|e| Failure::Io {
-        op: "open the page journal",
-        source: Box::new(std::io::Error::other(e.to_string())),
-    })?;
-    let (key, folded) = journal_identity(copy)?;
-    let found = journal::read(&handle.backend(), &journal::tag_of(&key), folded)?;
-    if found.foreign {
-        tracing::warn!(journal = %jpath.display(), "the page journal belongs to another store; ignored");
-    }
-    if found.records.is_empty() {
-        return Ok(());
-    }
-    let merged = journal::Merged::of(found.records)?;
-    let txn = copy
-        .begin_write()?
-        .ok_or_else(|| Failure::damaged("the recovered copy opened read-only"))?;
-    writer::apply_journal(copy, &txn, &merged)?;
-    copy.contain("commit the folded page journal", || txn.commit())
-}
-
-/// The store's key (the journal's tag derives from it) and the last folded journal number.
-fn journal_identity(engine: &Engine) -> Result<([u8; TOKEN_KEY_LEN], u64), Failure> {
-    let wrap = |what: &str, e: ReadError| Failure::Damaged {
-        what: what.to_owned(),
-        source: Some(Box::new(e)),
-    };
-    let snap = Snapshot::new(engine).map_err(|e| wrap("cannot read the store", e))?;
-    let key = snap
-        .page_token_key()
-        .map_err(|e| wrap("cannot read the store's key", e))?;
-    let folded = snap
-        .journal_seq()
-        .map_err(|e| wrap("cannot read the folded page-journal number", e))?;
-    Ok((key, folded))
-}
-
-enum JournalOpen {
-    /// The file cannot be created or opened: the store works without a journal.
-    Unavailable(std::io::Error),
-    /// The journal holds records that cannot be folded: the store must not be written.
-    Failed(Failure),
-}
-
-/// Opens the page journal next to a store opened for writing in the shared mode: folds the
-/// records a killed writer left past the folded sequence number, then empties it.
-fn open_journal(engine: &Engine, path: &Path) -> Result<journal::Journal, JournalOpen> {
-    let jpath = journal::path_of(path);
-    let (key, folded) = journal_identity(engine).map_err(JournalOpen::Failed)?;
-    let tag = journal::tag_of(&key);
-    let existed = jpath.exists();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&jpath)
-        .map_err(JournalOpen::Unavailable)?;
-    let handle = backend::FileHandle::new(file)
-        .map_err(|e| JournalOpen::Unavailable(std::io::Error::other(e.to_string())))?;
-    let backend: Box<dyn redb::StorageBackend> = Box::new(handle.backend());
-    let mut folded_now = folded;
-    if existed {
-        let found = journal::read(backend.as_ref(), &tag, folded).map_err(JournalOpen::Failed)?;
-        if found.foreign {
-            // Left by another store once at this path: kept aside, never applied here.
-            drop(backend);
-            let mut aside = jpath.clone().into_os_string();
-            aside.push(".stale");
-            let aside = PathBuf::from(aside);
-            std::fs::rename(&jpath, &aside).map_err(|e| {
-                JournalOpen::Failed(Failure::Io {
-                    op: "move aside the page journal of another store",
-                    source: Box::new(e),
-                })
-            })?;
-            tracing::warn!(
-                journal = %jpath.display(),
-                moved_to = %aside.display(),
-                "the page journal next to the store belongs to another store (one deleted and created again here); moved aside"
-            );
-            return open_journal(engine, path);
-        }
-        if found.ignored_bytes > 0 {
-            tracing::info!(
-                journal = %jpath.display(),
-                bytes = found.ignored_bytes,
-                "the page journal ends with a torn record (never acknowledged); ignored"
-            );
-        }
-        if !found.records.is_empty() {
-            let merged = journal::Merged::of(found.records).map_err(JournalOpen::Failed)?;
-            let txn = match engine.begin_write() {
-                Ok(Some(t)) => t,
-                Ok(None) => return Err(JournalOpen::Failed(Failure::damaged("opened read-only"))),
-                Err(f) => return Err(JournalOpen::Failed(f)),
-            };
-            writer::apply_journal(engine, &txn, &merged).map_err(JournalOpen::Failed)?;
-            engine
-                .contain("commit the folded page journal", || txn.commit())
-                .map_err(JournalOpen::Failed)?;
-            folded_now = merged.last_seq;
-            tracing::info!(
-                journal = %jpath.display(),
-                through = folded_now,
-                "folded the page journal a stopped writer left"
-            );
-        }
-    }
-    let j = journal::Journal::start(backend, tag, folded_now).map_err(JournalOpen::Failed)?;
-    if !existed {
-        // The new file's name must survive a power cut before any record relies on it.
-        let dir = match jpath.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        if let Err(e) = std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
-            return Err(JournalOpen::Failed(Failure::Io {
-                op: "sync the directory of the page journal",
-                source: Box::new(e),
-            }));
-        }
-    }
-    Ok(j)
+/// The name errors give a simulated disk.
+#[cfg(any(test, feature = "sim-disk"))]
+fn engine_path() -> &'static Path {
+    Path::new("<simulated disk>")
 }
 
 fn retry_busy<T>(

@@ -12,12 +12,12 @@ use std::collections::BTreeSet;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::backend::Liveness;
-use super::journal;
 use super::error::{Failure, WriteError};
+use super::journal;
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META,
-    META_JOURNAL_SEQ, META_NEXT_RUN, PAGES, RUNS,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN,
+    PAGES, RUNS,
 };
 use super::{ScopeKey, Store};
 use crate::contract::{Contract, IdCodecKind};
@@ -63,7 +63,8 @@ impl Unjournaled {
         self.ids.extend_from_slice(&delta.ids);
         self.label_ids.extend_from_slice(&delta.label_ids);
         self.interned.extend(delta.interned.iter().cloned());
-        self.content_leaves.extend(delta.content_leaves.iter().copied());
+        self.content_leaves
+            .extend(delta.content_leaves.iter().copied());
     }
 }
 
@@ -189,17 +190,18 @@ impl<'s> RunWriter<'s> {
         if self.unjournaled.is_none() {
             return self.commit(rec);
         }
-        self.append(rec)?;
-        if self.store.fold_due() {
+        if !self.append(rec)? || self.store.fold_due() {
+            // Not journaled (a record too large for the journal), or time to fold.
             self.commit(rec)?;
         }
         Ok(())
     }
 
-    /// Appends what changed since the last record to the journal, synced.
-    fn append(&mut self, rec: &Reconciler) -> Result<(), WriteError> {
+    /// Appends what changed since the last record to the journal, synced; `false` when it
+    /// was not journaled (what it held is still pending, for a commit).
+    fn append(&mut self, rec: &Reconciler) -> Result<bool, WriteError> {
         let Some(u) = self.unjournaled.take() else {
-            return Ok(());
+            return Ok(false);
         };
         let record = self.journal_record(rec, u);
         self.unjournaled = Some(Unjournaled::default());
@@ -212,7 +214,6 @@ impl<'s> RunWriter<'s> {
         u.ids.sort_unstable();
         u.ids.dedup();
         let mut r = journal::Record {
-            seq: self.store.journal_next_seq(),
             run: self.run.0,
             pages: u
                 .pages
@@ -253,7 +254,7 @@ impl<'s> RunWriter<'s> {
         if let Err(f) = self.write_state(&txn, rec, StoredState::Running, None) {
             return Err(self.store.poison(f));
         }
-        self.store.commit_folding(txn)?;
+        self.store.commit(txn)?;
         self.pending = Pending::default();
         if self.unjournaled.is_some() {
             self.unjournaled = Some(Unjournaled::default());
@@ -272,7 +273,7 @@ impl<'s> RunWriter<'s> {
         if let Err(f) = self.write_state(&txn, rec, StoredState::Finished, Some(finished_at_ms)) {
             return Err(self.store.poison(f));
         }
-        self.store.commit_folding(txn)
+        self.store.commit(txn)
     }
 
     /// Ends this run as superseded and begins its successor under `contract` (a fresh
@@ -306,7 +307,7 @@ impl<'s> RunWriter<'s> {
             Ok(run) => run,
             Err(f) => return Err(self.store.poison(f)),
         };
-        self.store.commit_folding(txn)?;
+        self.store.commit(txn)?;
         let RunWriter { store, .. } = self;
         Ok(RunWriter::open(store, run, new, key, None))
     }
@@ -575,120 +576,4 @@ fn set_superseded_by(
 /// Whether a contract's IDs are interned strings.
 pub(crate) fn is_string(contract: &Contract) -> bool {
     contract.id_codec == IdCodecKind::String
-}
-
-/// Writes what journal records hold (merged) into a write transaction: the redo of
-/// checkpoints a fold had not yet covered. IDs and label IDs are added to the stored
-/// partitions; everything else is written as the last record left it.
-pub(crate) fn apply_journal(
-    engine: &super::engine::Engine,
-    txn: &WriteTransaction,
-    merged: &journal::Merged,
-) -> Result<(), Failure> {
-    for run_bytes in merged.runs.values() {
-        if records::decode_run(run_bytes).is_none() {
-            return Err(Failure::damaged(
-                "page journal: a run record that passed its check does not decode",
-            ));
-        }
-    }
-    // Stored partitions first (read), then the unions (written): our own work stays outside
-    // the engine calls.
-    let (ids_before, labels_before) =
-        engine.contain("read partitions for the page journal", || -> Result<_, redb::Error> {
-            let ids = txn.open_table(IDS)?;
-            let mut a = Vec::with_capacity(merged.ids.len());
-            for key in merged.ids.keys() {
-                a.push(ids.get(*key)?.map(|v| v.value().to_vec()));
-            }
-            let labels = txn.open_table(LABELS)?;
-            let mut b = Vec::with_capacity(merged.labels.len());
-            for key in merged.labels.keys() {
-                b.push(labels.get(*key)?.map(|v| v.value().to_vec()));
-            }
-            Ok((a, b))
-        })?;
-    let union = |before: Option<Vec<u8>>, add: &roaring::RoaringBitmap, what: String| {
-        let mut b = match before {
-            Some(bytes) => records::decode_bitmap(&bytes)
-                .ok_or_else(|| Failure::damaged(format!("{what}: the stored bitmap does not decode")))?,
-            None => roaring::RoaringBitmap::new(),
-        };
-        b |= add;
-        Ok::<_, Failure>(records::encode_bitmap(&b))
-    };
-    let mut id_rows = Vec::with_capacity(merged.ids.len());
-    for ((key, add), before) in merged.ids.iter().zip(ids_before) {
-        let what = format!("table ids, run-{} partition {}", key.0, key.1);
-        id_rows.push((*key, union(before, add, what)?));
-    }
-    let mut label_rows = Vec::with_capacity(merged.labels.len());
-    for ((key, add), before) in merged.labels.iter().zip(labels_before) {
-        let what = format!("table labels, run-{} label {} partition {}", key.0, key.1, key.2);
-        label_rows.push((*key, union(before, add, what)?));
-    }
-    let string_rows: Vec<(&[u8], u64, &str, Vec<u8>)> = merged
-        .strings
-        .iter()
-        .map(|(scope, id, s)| (scope.as_slice(), *id, s.as_str(), records::encode_interned(s)))
-        .collect();
-    let seq = merged.last_seq;
-    engine.contain("fold the page journal", || -> Result<(), redb::Error> {
-        {
-            let mut t = txn.open_table(PAGES)?;
-            for (key, bytes) in &merged.pages {
-                t.insert(*key, bytes.as_slice())?;
-            }
-        }
-        {
-            let mut t = txn.open_table(IDS)?;
-            for (key, bytes) in &id_rows {
-                t.insert(*key, bytes.as_slice())?;
-            }
-        }
-        {
-            let mut t = txn.open_table(LABELS)?;
-            for (key, bytes) in &label_rows {
-                t.insert(*key, bytes.as_slice())?;
-            }
-        }
-        if !merged.content.is_empty() {
-            let mut t = txn.open_table(CONTENT)?;
-            for (key, acc) in &merged.content {
-                t.insert(*key, acc.as_slice())?;
-            }
-        }
-        if !string_rows.is_empty() {
-            let mut fwd = txn.open_table(INTERN)?;
-            let mut rev = txn.open_table(INTERN_REV)?;
-            for (scope, id, s, bytes) in &string_rows {
-                fwd.insert((*scope, s.as_bytes()), *id)?;
-                rev.insert((*scope, *id), bytes.as_slice())?;
-            }
-        }
-        {
-            let mut c = txn.open_table(CURSORS)?;
-            let mut k = txn.open_table(CURSOR_KEYS)?;
-            for (run, op) in &merged.cursors {
-                match op {
-                    Some((sealed, key)) => {
-                        c.insert(*run, sealed.as_slice())?;
-                        k.insert(*run, key.as_slice())?;
-                    }
-                    None => {
-                        c.remove(*run)?;
-                    }
-                }
-            }
-        }
-        {
-            let mut t = txn.open_table(RUNS)?;
-            for (run, bytes) in &merged.runs {
-                t.insert(*run, bytes.as_slice())?;
-            }
-        }
-        txn.open_table(META)?
-            .insert(META_JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
-        Ok(())
-    })
 }

@@ -9,6 +9,7 @@ mod evidence;
 #[cfg(feature = "http")]
 mod http;
 mod inputs;
+mod journal;
 mod library;
 #[cfg(feature = "mysql")]
 mod mysql;
