@@ -318,8 +318,9 @@ pub(crate) struct WriteOpts {
     /// Do not keep the raw cursor that resume needs.
     #[arg(long)]
     pub no_keep_cursors: bool,
-    /// Hold the store for this process alone while writing: one fsync per commit instead of
-    /// two, but other processes cannot read the store until the scan ends.
+    /// Hold the store for this process alone while writing: every checkpoint is one commit of
+    /// the store (one fsync), but other processes cannot read the store until the scan ends.
+    /// Without it, a checkpoint is one fsync of the page journal beside the store.
     #[arg(long)]
     pub exclusive: bool,
     /// Print a progress line to stderr every few seconds, even off a terminal.

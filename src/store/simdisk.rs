@@ -119,6 +119,11 @@ impl SimDisk {
         s.crash_after = s.ops.checked_add(n);
     }
 
+    /// Cancels a crash point not yet reached.
+    pub fn disarm(&self) {
+        self.state().crash_after = None;
+    }
+
     /// Operations issued so far (the crash points a run offers).
     #[must_use]
     pub fn ops(&self) -> u64 {

@@ -149,6 +149,12 @@ impl<'s> RunWriter<'s> {
         self.run
     }
 
+    /// Syncs (`fdatasync`) issued through the store so far ([`super::Store::syncs`]).
+    #[must_use]
+    pub fn syncs(&self) -> u64 {
+        self.store.syncs()
+    }
+
     /// Pages observed but not yet durable.
     #[must_use]
     pub fn pending_pages(&self) -> usize {
