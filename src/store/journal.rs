@@ -499,10 +499,9 @@ impl Journal {
 
     /// Removes the journal file (everything in it is folded).
     pub(crate) fn remove(&mut self) {
-        if self.file.take().is_some() {
-            if let Err(e) = self.files.remove() {
-                tracing::debug!(journal = %self.files.name(), error = %e, "the page journal could not be removed (it is stale, and ignored)");
-            }
+        self.file = None;
+        if let Err(e) = self.files.remove() {
+            tracing::debug!(journal = %self.files.name(), error = %e, "the page journal could not be removed (it is stale, and ignored)");
         }
         self.generation = None;
     }

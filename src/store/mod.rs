@@ -503,7 +503,8 @@ impl Store {
     }
 
     /// Whether this store reads a recovered private copy, because a killed writer left the
-    /// file unclean (the next writer repairs it in place).
+    /// file unclean or journal records no writer is alive to fold (the next writer repairs
+    /// and folds in place).
     #[must_use]
     pub fn reads_recovered_copy(&self) -> bool {
         self.engine.recovered_copy()

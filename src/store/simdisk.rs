@@ -207,6 +207,27 @@ impl SimDisk {
         SimDisk(Arc::new(Mutex::new(out)))
     }
 
+    /// This disk's store file beside the journal file of `other` (a journal left by another
+    /// store, or an older one), on a disk of its own.
+    pub fn with_journal_of(&self, other: &SimDisk) -> SimDisk {
+        let mine = self.state();
+        let theirs = other.state();
+        let mut out = State::default();
+        out.files[STORE] = SimFile {
+            exists: mine.files[STORE].exists,
+            durable: mine.files[STORE].durable.clone(),
+            current: mine.files[STORE].durable.clone(),
+            ..SimFile::default()
+        };
+        out.files[JOURNAL] = SimFile {
+            exists: theirs.files[JOURNAL].exists,
+            durable: theirs.files[JOURNAL].durable.clone(),
+            current: theirs.files[JOURNAL].durable.clone(),
+            ..SimFile::default()
+        };
+        SimDisk(Arc::new(Mutex::new(out)))
+    }
+
     /// A private copy of the store file as it is now, on a disk of its own (a reader's
     /// recovered copy).
     pub(crate) fn private_copy(&self) -> SimDisk {

@@ -458,3 +458,137 @@ fn the_shared_mode_syncs_once_per_page_and_folds_cost_two() {
         }
     }
 }
+
+fn plain_page(i: u64) -> crate::contract::Page {
+    crate::contract::Page {
+        items: (i * 10..(i + 1) * 10)
+            .map(crate::contract::Item::int)
+            .collect(),
+        next: Some(format!("c{}", i + 1)),
+        size_bytes: 80,
+        ..crate::contract::Page::default()
+    }
+}
+
+#[test]
+fn records_a_clean_close_could_not_fold_are_read_through_a_copy_and_folded_by_the_next_writer() {
+    // redb reports nothing to repair here (the file was closed cleanly), yet the journal holds
+    // acknowledged pages: a reader must find them without writing, and the next writer fold
+    // them.
+    let disk = SimDisk::new();
+    let options = StoreOptions::new();
+    let mut store = Store::open_simulated(&disk, options).expect("open");
+    let c = Contract::new("a");
+    let mut rec = Reconciler::new(&c);
+    let (mut w, _) = store.begin(&c, 0).expect("begin");
+    for i in 0..3 {
+        let seen = rec.observe(&plain_page(i));
+        w.checkpoint(&rec, seen.delta).expect("checkpoint");
+        assert_eq!(w.pending_pages(), 0);
+    }
+    drop(w);
+    // As after a failed commit: the store is poisoned, so it closes without folding.
+    store
+        .poisoned
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(store);
+    assert!(!disk.writer_alive() && disk.journal_exists());
+    let before = disk.ops();
+    let reader = Store::open_read_simulated(&disk).expect("reader");
+    assert!(
+        reader.reads_recovered_copy(),
+        "the reader folds into a copy"
+    );
+    check_run(&reader, RunId(1), 3, "reader");
+    assert_eq!(
+        reader
+            .read()
+            .expect("read")
+            .ids(RunId(1))
+            .expect("ids")
+            .len(),
+        30
+    );
+    drop(reader);
+    assert_eq!(disk.ops(), before, "the reader wrote the disk");
+    let writer = Store::open_simulated(&disk, options).expect("writer");
+    check_run(&writer, RunId(1), 3, "writer");
+    drop(writer);
+    // Folded and closed: nothing left for a reader to copy.
+    let reader = Store::open_read_simulated(&disk).expect("reader");
+    assert!(!reader.reads_recovered_copy());
+    check_run(&reader, RunId(1), 3, "reader after the fold");
+}
+
+#[test]
+fn a_journal_of_another_store_is_set_aside_and_a_stale_one_never_applies() {
+    // Two stores on two disks; the second's journal beside the first store.
+    let a = SimDisk::new();
+    let b = SimDisk::new();
+    for disk in [&a, &b] {
+        let mut store = Store::open_simulated(disk, StoreOptions::new()).expect("open");
+        let c = Contract::new("x");
+        let mut rec = Reconciler::new(&c);
+        let (mut w, _) = store.begin(&c, 0).expect("begin");
+        for i in 0..2 {
+            let seen = rec.observe(&plain_page(i));
+            w.checkpoint(&rec, seen.delta).expect("checkpoint");
+        }
+        drop(w);
+        store
+            .poisoned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(store);
+    }
+    // A reader of `a` with `b`'s journal: foreign, nothing applies, nothing is written.
+    let mixed = a.with_journal_of(&b);
+    let before = mixed.ops();
+    let reader = Store::open_read_simulated(&mixed).expect("reader");
+    assert!(!reader.reads_recovered_copy());
+    check_run(&reader, RunId(1), 0, "foreign journal");
+    assert_eq!(
+        reader
+            .read()
+            .expect("read")
+            .header(RunId(1))
+            .expect("header")
+            .pages_observed,
+        0
+    );
+    drop(reader);
+    assert_eq!(mixed.ops(), before);
+    // A writer sets it aside and goes on; its own journal then works as usual.
+    let writer = Store::open_simulated(&mixed, StoreOptions::new()).expect("writer");
+    assert_eq!(
+        writer
+            .read()
+            .expect("read")
+            .header(RunId(1))
+            .expect("header")
+            .pages_observed,
+        0
+    );
+    drop(writer);
+    // `a`'s own journal, once `a` has committed past it, is stale: the run goes on and
+    // finishes, and then the old records beside it must not take it back.
+    let old_journal = a.after_crash(Loss::Prefix { keep: 1, of: 1 });
+    let mut store = Store::open_simulated(&a, StoreOptions::new()).expect("fold a");
+    check_run(&store, RunId(1), 2, "a folded");
+    let (mut w, loaded) = store.resume(RunId(1), &Raise::default()).expect("resume");
+    let mut rec = loaded.reconciler;
+    let seen = rec.observe(&plain_page(2));
+    w.checkpoint(&rec, seen.delta).expect("checkpoint");
+    w.finish(&rec, 1).expect("finish");
+    drop(store);
+    let stale = a.with_journal_of(&old_journal);
+    for reader in [true, false] {
+        let s = if reader {
+            Store::open_read_simulated(&stale).expect("reader")
+        } else {
+            Store::open_simulated(&stale, StoreOptions::new()).expect("writer")
+        };
+        check_run(&s, RunId(1), 3, "beside a stale journal");
+        let h = s.read().expect("read").header(RunId(1)).expect("header");
+        assert_eq!((h.pages_observed, h.state), (3, RunState::Finished));
+    }
+}
