@@ -31,6 +31,8 @@ pub(crate) struct FileHandle {
     inner: Arc<RwLock<Option<FileBackend>>>,
     syncs: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
+    /// A private temporary copy: nothing on it needs to survive a crash, so syncs are skipped.
+    private: bool,
 }
 
 impl FileHandle {
@@ -39,7 +41,16 @@ impl FileHandle {
             inner: Arc::new(RwLock::new(Some(FileBackend::new(file)?))),
             syncs: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
+            private: false,
         })
+    }
+
+    /// A handle on a private temporary copy (a reader's recovered copy, the proof of an
+    /// unclean file): its syncs are skipped, since the copy is thrown away when closed.
+    pub(crate) fn private(file: File) -> Result<FileHandle, redb::DatabaseError> {
+        let mut h = FileHandle::new(file)?;
+        h.private = true;
+        Ok(h)
     }
 
     /// The backend redb is given.
@@ -188,6 +199,9 @@ impl StorageBackend for SharedBackend {
     }
 
     fn sync_data(&self) -> std::io::Result<()> {
+        if self.0.private {
+            return self.0.with(|_| Ok(()));
+        }
         self.0.syncs.fetch_add(1, Ordering::Relaxed);
         self.0.with(StorageBackend::sync_data)
     }

@@ -76,14 +76,16 @@ impl Engine {
             check_redb_magic(path)?;
             prove_ours(path)?;
         }
-        let engine = Engine::open_db_writer(path, sharing)?;
+        let engine = Engine::open_db_writer(path, sharing, false)?;
         schema::init_or_check(&engine)?;
         Ok(engine)
     }
 
     /// Opens the file for writing (redb repairs it if a writer was killed), with no check of
     /// what it holds: callers check or initialise the format next.
-    fn open_db_writer(path: &Path, sharing: Sharing) -> Result<Engine, OpenError> {
+    ///
+    /// `private`: the file is a temporary copy of this process's own, whose syncs are skipped.
+    fn open_db_writer(path: &Path, sharing: Sharing, private: bool) -> Result<Engine, OpenError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -91,7 +93,12 @@ impl Engine {
             .truncate(false)
             .open(path)
             .map_err(|e| io_open_error(path, "open", e))?;
-        let handle = FileHandle::new(file).map_err(|e| db_open_error(path, e))?;
+        let handle = if private {
+            FileHandle::private(file)
+        } else {
+            FileHandle::new(file)
+        }
+        .map_err(|e| db_open_error(path, e))?;
         let mut builder = Database::builder();
         builder.set_cache_size(CACHE_BYTES);
         builder.set_concurrency_mode(match sharing {
@@ -149,7 +156,7 @@ impl Engine {
             }
         }
         let copy = TempCopy::of(path)?;
-        let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
+        let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive, true)
             .map_err(|e| rename_path(e, path))?;
         schema::check(&engine).map_err(|e| rename_path(e, path))?;
         on_copy(&engine).map_err(|e| rename_path(e, path))?;
@@ -565,7 +572,7 @@ fn prove_ours(path: &Path) -> Result<(), OpenError> {
         }
         Err(Opened::NeedsRepair) => {
             let copy = TempCopy::of(path)?;
-            let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
+            let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive, true)
                 .map_err(|e| rename_path(e, path))?;
             schema::check(&engine).map_err(|e| rename_path(e, path))
         }
