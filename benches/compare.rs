@@ -12,7 +12,11 @@
 //! - group commit, one commit per 10 pages;
 //! - bytes per ID of the final files;
 //! - diff of two runs 1% apart (scanledger `diff_runs`; SQLite `EXCEPT` both ways);
-//! - resume-ready time after a kill: open the file and load the run to continue it;
+//! - resume-ready time after a kill: open the file and load the run to continue it, on the
+//!   files a SIGKILL leaves (copied while the writer lives, journal records unfolded), and
+//!   the syncs that costs against a resume after a clean stop;
+//! - a slow source (pages 1.1 s apart, `COMPARE_SLOW_PAGES`, default 12; 0 skips it): syncs
+//!   per page in the default mode;
 //! - the floor: appending a page-sized record (8 KiB) to a file with one `fdatasync` each.
 //!
 //! It prints medians, IDs per second and the ratios scanledger/SQLite and per-page/floor, all
@@ -214,6 +218,111 @@ fn floor(dir: &Path, n: usize) -> Duration {
     took / u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The files a SIGKILL of the writer leaves now: copies of the store and its journal (every
+/// write the writer made is in the page cache, so a copy is what a kill leaves).
+fn copy_as_killed(from: &Path, to: &Path) {
+    std::fs::copy(from, to).expect("copy the store");
+    let journal = |p: &Path| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".journal");
+        PathBuf::from(s)
+    };
+    let _ = std::fs::remove_file(journal(to));
+    if journal(from).exists() {
+        std::fs::copy(journal(from), journal(to)).expect("copy the journal");
+    }
+}
+
+/// Syncs and time of opening a store for writing and reopening `run` to resume it.
+fn resume_cost(path: &Path, run: RunId) -> (u64, Duration) {
+    let t = Instant::now();
+    let mut s = Store::open(path, StoreOptions::new()).expect("open");
+    let (w, loaded) = s.resume(run, &Raise::default()).expect("resume");
+    let took = t.elapsed();
+    assert!(loaded.reconciler.progress().pages_observed > 0);
+    drop(w);
+    let syncs = s.syncs();
+    // The writer's close (folding nothing) is not part of being ready.
+    std::mem::drop(s);
+    (syncs, took)
+}
+
+/// The crash-resume case: a run of `pages` pages killed with its journal unfolded, against
+/// the same run stopped cleanly. Returns (clean syncs, killed syncs, killed median time).
+fn crash_resume(
+    dir: &Path,
+    shape: Shape,
+    pages: &[Vec<u64>],
+    repeats: usize,
+) -> (u64, u64, Duration) {
+    let live = dir.join("cr-live.redb");
+    let killed = dir.join("cr-killed.redb");
+    let clean = dir.join("cr-clean.redb");
+    for p in [&live, &killed, &clean] {
+        let _ = std::fs::remove_file(p);
+    }
+    let c = contract(shape);
+    let mut store = Store::open(&live, StoreOptions::new()).expect("store");
+    let (mut w, _) = store.begin(&c, now_ms()).expect("begin");
+    let mut rec = Reconciler::new(&c);
+    // Fewer pages than a fold takes: they are all in the journal at the kill.
+    for (i, ids) in pages.iter().enumerate().take(40) {
+        let seen = rec.observe(&page_of(shape, ids, i));
+        w.checkpoint(&rec, seen.delta).expect("checkpoint");
+    }
+    let run = w.run();
+    copy_as_killed(&live, &killed);
+    drop(w);
+    drop(store);
+    let (clean_syncs, _) = {
+        copy_as_killed(&live, &clean);
+        resume_cost(&clean, run)
+    };
+    let mut killed_syncs = 0;
+    let mut times = Vec::new();
+    let image = dir.join("cr-image.redb");
+    copy_as_killed(&killed, &image);
+    for _ in 0..repeats {
+        copy_as_killed(&image, &killed);
+        let (syncs, took) = resume_cost(&killed, run);
+        killed_syncs = syncs;
+        times.push(took);
+    }
+    for p in [&live, &killed, &clean, &image] {
+        let _ = std::fs::remove_file(p);
+        let mut j = p.as_os_str().to_owned();
+        j.push(".journal");
+        let _ = std::fs::remove_file(PathBuf::from(j));
+    }
+    (clean_syncs, killed_syncs, median(times))
+}
+
+/// Syncs per page of the default mode when pages come `gap` apart.
+fn slow_source(dir: &Path, n_pages: usize, gap: Duration) -> f64 {
+    let path = dir.join("slow.redb");
+    let _ = std::fs::remove_file(&path);
+    let c = contract(Shape::Dense);
+    let mut store = Store::open(&path, StoreOptions::new()).expect("store");
+    let (mut w, _) = store.begin(&c, now_ms()).expect("begin");
+    let mut rec = Reconciler::new(&c);
+    let before = w_syncs(&w);
+    for i in 0..n_pages {
+        std::thread::sleep(gap);
+        let ids: Vec<u64> = (i as u64 * 1_000..(i as u64 + 1) * 1_000).collect();
+        let seen = rec.observe(&page_of(Shape::Dense, &ids, i));
+        w.checkpoint(&rec, seen.delta).expect("checkpoint");
+    }
+    let after = w_syncs(&w);
+    drop(w);
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+    (after - before) as f64 / n_pages as f64
+}
+
+fn w_syncs(w: &scanledger::RunWriter<'_>) -> u64 {
+    w.syncs()
+}
+
 fn rate(n: u64, d: Duration) -> String {
     format!("{:.2} M IDs/s", n as f64 / d.as_secs_f64() / 1e6)
 }
@@ -242,6 +351,17 @@ fn main() {
         "floor: append 8 KiB + fdatasync: {:.0} µs per page",
         floor_page.as_secs_f64() * 1e6
     );
+
+    let slow_pages: usize = std::env::var("COMPARE_SLOW_PAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    if slow_pages > 0 {
+        let per_page = slow_source(dir.path(), slow_pages, Duration::from_millis(1_100));
+        println!(
+            "slow source: {slow_pages} pages 1.1 s apart, default mode: {per_page:.2} fsyncs/page"
+        );
+    }
 
     for &n in &sizes {
         for shape in [Shape::Dense, Shape::Density20, Shape::Customer] {
@@ -363,6 +483,8 @@ fn main() {
                     })
                     .collect(),
             );
+            let (clean_syncs, killed_syncs, killed_time) =
+                crash_resume(dir.path(), shape, &a, repeats);
             let sq_path = dir.path().join("diff.db");
             let _ = std::fs::remove_file(&sq_path);
             let mut c = sqlite(&sq_path);
@@ -419,10 +541,15 @@ fn main() {
                 sq_diff.as_secs_f64() / sl_diff.as_secs_f64()
             );
             println!(
-                "  {:<36} scanledger {:.1} ms (open + load the run) | SQLite {:.1} ms (open + read the last page)",
-                "resume-ready after a kill",
+                "  {:<36} scanledger {:.1} ms (open + load the run, stopped cleanly) | SQLite {:.1} ms (open + read the last page)",
+                "resume-ready",
                 sl_resume.as_secs_f64() * 1e3,
                 sq_resume.as_secs_f64() * 1e3
+            );
+            println!(
+                "  {:<36} scanledger {:.1} ms, {killed_syncs} syncs (killed with 40 pages in the journal) | {clean_syncs} syncs after a clean stop",
+                "resume-ready after a kill",
+                killed_time.as_secs_f64() * 1e3,
             );
             let _ = std::fs::remove_file(&sl_path);
             let _ = std::fs::remove_file(&sq_path);

@@ -360,8 +360,9 @@ pub(crate) struct WriteOpts {
     /// Do not keep the raw cursor that resume needs.
     #[arg(long)]
     pub no_keep_cursors: bool,
-    /// Hold the store for this process alone while writing: one fsync per commit instead of
-    /// two, but other processes cannot read the store until the scan ends.
+    /// Hold the store for this process alone while writing: every checkpoint is one commit of
+    /// the store (one fsync), but other processes cannot read the store until the scan ends.
+    /// Without it, a checkpoint is one fsync of the page journal beside the store.
     #[arg(long)]
     pub exclusive: bool,
     /// Print a progress line to stderr every few seconds, even off a terminal.
@@ -373,14 +374,21 @@ pub(crate) struct WriteOpts {
     /// Print `ack run-N page P` to stderr after every committed checkpoint (crash tests).
     #[arg(long, hide = true)]
     pub ack_pages: bool,
+    /// Fold the page journal after at most N records instead of 64 (crash tests).
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fold_every: Option<u32>,
 }
 
 impl WriteOpts {
     fn store_options(&self) -> StoreOptions {
-        StoreOptions::new()
+        let o = StoreOptions::new()
             .keep_cursors(!self.no_keep_cursors)
             .checkpoint_every(self.checkpoint_every)
-            .exclusive(self.exclusive)
+            .exclusive(self.exclusive);
+        match self.fold_every {
+            Some(n) => o.fold_every(n),
+            None => o,
+        }
     }
 }
 

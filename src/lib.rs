@@ -105,6 +105,11 @@ pub use source::{
 pub use source::{McpConfig, McpList, McpSource};
 #[cfg(feature = "mysql")]
 pub use source::{MysqlConfig, MysqlSource};
+/// A simulated disk under a store and its page journal, with power cuts (the crash fuzzer's);
+/// not part of the API.
+#[cfg(feature = "sim-disk")]
+#[doc(hidden)]
+pub use store::simdisk as sim_disk;
 pub use store::{
     inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
     RunSummary, RunWriter, ScopeKey, Snapshot, Store, StoreOptions, WriteError, FORMAT_VERSION,

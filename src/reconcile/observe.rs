@@ -222,10 +222,16 @@ impl Reconciler {
         self.ids.insert_many(ids, &mut dups, &mut delta.partitions);
         delta.partitions.sort_unstable();
         delta.partitions.dedup();
+        delta.ids.extend_from_slice(ids);
+        if !delta.ids.is_sorted() {
+            delta.ids.sort_unstable();
+        }
+        delta.ids.dedup();
         for (item, id) in page.items.iter().zip(ids) {
             for name in &item.labels {
                 if let Some(key) = self.add_label(name, *id) {
                     delta.label_partitions.push(key);
+                    delta.label_ids.push((key.0, *id));
                 }
             }
         }

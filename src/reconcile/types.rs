@@ -278,6 +278,11 @@ pub struct Delta {
     pub interned: Vec<(u64, String)>,
     /// Content leaves whose accumulator the page changed, ascending.
     pub content_leaves: Vec<u64>,
+    /// The page's IDs as stored (encoded), ascending, without repeats: what a journal needs
+    /// to redo the page without copying whole partitions.
+    pub ids: Vec<u64>,
+    /// (label index, ID) pairs the page added, in page order.
+    pub label_ids: Vec<(u32, u64)>,
 }
 
 impl Delta {
@@ -289,6 +294,8 @@ impl Delta {
             && self.label_partitions.is_empty()
             && self.interned.is_empty()
             && self.content_leaves.is_empty()
+            && self.ids.is_empty()
+            && self.label_ids.is_empty()
     }
 }
 

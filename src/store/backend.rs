@@ -18,6 +18,10 @@ use redb::{BackendError, StorageBackend};
 /// First byte of the per-run liveness locks: past redb's own lock bytes (which start at 2^62
 /// and end below 2^62 + 1024), one byte per run ID.
 const LIVENESS_BASE: u64 = (1 << 62) + (1 << 20);
+/// The byte a writer in the shared mode locks for as long as it lives: a reader that finds
+/// journal records and this byte free knows their writer is gone (below the liveness locks,
+/// past redb's).
+pub(crate) const WRITER_BYTE: u64 = (1 << 62) + (1 << 19);
 /// Run IDs the liveness locks can name; a larger ID is reported as not live-checkable.
 pub(crate) const LIVENESS_RUNS_MAX: u64 = 1 << 40;
 
@@ -27,6 +31,8 @@ pub(crate) struct FileHandle {
     inner: Arc<RwLock<Option<FileBackend>>>,
     syncs: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
+    /// A private temporary copy: nothing on it needs to survive a crash, so syncs are skipped.
+    private: bool,
 }
 
 impl FileHandle {
@@ -35,7 +41,16 @@ impl FileHandle {
             inner: Arc::new(RwLock::new(Some(FileBackend::new(file)?))),
             syncs: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
+            private: false,
         })
+    }
+
+    /// A handle on a private temporary copy (a reader's recovered copy, the proof of an
+    /// unclean file): its syncs are skipped, since the copy is thrown away when closed.
+    pub(crate) fn private(file: File) -> Result<FileHandle, redb::DatabaseError> {
+        let mut h = FileHandle::new(file)?;
+        h.private = true;
+        Ok(h)
     }
 
     /// The backend redb is given.
@@ -107,6 +122,17 @@ impl Liveness {
         if run >= LIVENESS_RUNS_MAX {
             return None;
         }
+        Liveness::take_byte(path, LIVENESS_BASE + run)
+    }
+
+    /// Takes the shared-mode writer's lock (`WRITER_BYTE`); `None` when it cannot be taken
+    /// (readers then fold the journal into a private copy themselves, which is correct, only
+    /// slower).
+    pub(crate) fn writer(path: &std::path::Path) -> Option<Liveness> {
+        Liveness::take_byte(path, WRITER_BYTE)
+    }
+
+    fn take_byte(path: &std::path::Path, byte: u64) -> Option<Liveness> {
         // A write lock needs a descriptor open for writing (fcntl refuses it on a read-only
         // one with EBADF, and the run would read as interrupted while it runs).
         let file = std::fs::OpenOptions::new()
@@ -115,7 +141,6 @@ impl Liveness {
             .open(path)
             .ok()?;
         let file = FileBackend::new(file).ok()?;
-        let byte = LIVENESS_BASE + run;
         match file.try_lock_range(Bound::Included(byte), Bound::Excluded(byte + 1)) {
             Ok(true) => Some(Liveness { file, byte }),
             _ => None,
@@ -135,16 +160,21 @@ impl Drop for Liveness {
 /// Whether another process holds the liveness lock of `run` in the file at `path`: a run in
 /// the `running` state whose lock nobody holds was interrupted (its writer is gone).
 pub(crate) fn is_live(path: &std::path::Path, run: u64) -> bool {
-    if run >= LIVENESS_RUNS_MAX {
-        return false;
-    }
+    run < LIVENESS_RUNS_MAX && is_locked(path, LIVENESS_BASE + run)
+}
+
+/// Whether a writer in the shared mode holds the store at `path` now.
+pub(crate) fn writer_is_live(path: &std::path::Path) -> bool {
+    is_locked(path, WRITER_BYTE)
+}
+
+fn is_locked(path: &std::path::Path, byte: u64) -> bool {
     let Ok(file) = File::open(path) else {
         return false;
     };
     let Ok(file) = FileBackend::new(file) else {
         return false;
     };
-    let byte = LIVENESS_BASE + run;
     matches!(
         file.query_lock_range(Bound::Included(byte), Bound::Excluded(byte + 1)),
         Ok(true)
@@ -169,6 +199,9 @@ impl StorageBackend for SharedBackend {
     }
 
     fn sync_data(&self) -> std::io::Result<()> {
+        if self.0.private {
+            return self.0.with(|_| Ok(()));
+        }
         self.0.syncs.fetch_add(1, Ordering::Relaxed);
         self.0.with(StorageBackend::sync_data)
     }

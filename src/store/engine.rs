@@ -42,9 +42,12 @@ pub(crate) struct Engine {
     path: PathBuf,
     /// A panic inside redb was caught: the store refuses every later call.
     broken: AtomicBool,
-    /// Opened to read a recovered private copy (the file needed repair and no writer holds it).
-    copy: Option<TempCopy>,
+    /// Opened to read a recovered private copy (the file needed repair, or held journal
+    /// records no writer is alive to fold).
+    copy: Option<Private>,
     writable: bool,
+    /// Opened for writing in the exclusive mode: this process holds the whole file.
+    exclusive: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -73,14 +76,16 @@ impl Engine {
             check_redb_magic(path)?;
             prove_ours(path)?;
         }
-        let engine = Engine::open_db_writer(path, sharing)?;
+        let engine = Engine::open_db_writer(path, sharing, false)?;
         schema::init_or_check(&engine)?;
         Ok(engine)
     }
 
     /// Opens the file for writing (redb repairs it if a writer was killed), with no check of
     /// what it holds: callers check or initialise the format next.
-    fn open_db_writer(path: &Path, sharing: Sharing) -> Result<Engine, OpenError> {
+    ///
+    /// `private`: the file is a temporary copy of this process's own, whose syncs are skipped.
+    fn open_db_writer(path: &Path, sharing: Sharing, private: bool) -> Result<Engine, OpenError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -88,7 +93,12 @@ impl Engine {
             .truncate(false)
             .open(path)
             .map_err(|e| io_open_error(path, "open", e))?;
-        let handle = FileHandle::new(file).map_err(|e| db_open_error(path, e))?;
+        let handle = if private {
+            FileHandle::private(file)
+        } else {
+            FileHandle::new(file)
+        }
+        .map_err(|e| db_open_error(path, e))?;
         let mut builder = Database::builder();
         builder.set_cache_size(CACHE_BYTES);
         builder.set_concurrency_mode(match sharing {
@@ -104,47 +114,108 @@ impl Engine {
             broken: AtomicBool::new(false),
             copy: None,
             writable: true,
+            exclusive: sharing == Sharing::Exclusive,
         })
     }
 
     /// Opens a store for reading. Never writes the file: one a killed writer left unclean is
-    /// read through a recovered private copy (`recovered_copy()` says so).
-    pub(crate) fn open_reader(path: &Path) -> Result<Engine, OpenError> {
+    /// read through a recovered private copy (`recovered_copy()` says so), and so is any file
+    /// when `force_copy`.
+    ///
+    /// `on_copy` runs on a recovered copy while it is still writable: the store folds the
+    /// page journal a stopped writer left into it, so the reader sees every acknowledged
+    /// page without writing the file.
+    pub(crate) fn open_reader(
+        path: &Path,
+        force_copy: bool,
+        on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
+    ) -> Result<Engine, OpenError> {
         if !classify_path(path, false)? {
             return Err(OpenError::NotFound {
                 path: path.to_owned(),
             });
         }
         check_redb_magic(path)?;
-        match open_read_only(path) {
-            Ok((db, file)) => {
-                let engine = Engine {
-                    db: Some(Db::Read(db)),
-                    file: Some(file),
-                    path: path.to_owned(),
-                    broken: AtomicBool::new(false),
-                    copy: None,
-                    writable: false,
-                };
-                schema::check(&engine)?;
-                Ok(engine)
+        if !force_copy {
+            match open_read_only(path) {
+                Ok((db, file)) => {
+                    let engine = Engine {
+                        db: Some(Db::Read(db)),
+                        file: Some(file),
+                        path: path.to_owned(),
+                        broken: AtomicBool::new(false),
+                        copy: None,
+                        writable: false,
+                        exclusive: false,
+                    };
+                    schema::check(&engine)?;
+                    return Ok(engine);
+                }
+                Err(Opened::NeedsRepair) => {}
+                Err(Opened::Failed(e)) => return Err(e),
             }
-            Err(Opened::NeedsRepair) => {
-                let copy = TempCopy::of(path)?;
-                let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
-                    .map_err(|e| rename_path(e, path))?;
-                schema::check(&engine).map_err(|e| rename_path(e, path))?;
-                engine.path = path.to_owned();
-                engine.copy = Some(copy);
-                engine.writable = false;
-                Ok(engine)
-            }
-            Err(Opened::Failed(e)) => Err(e),
         }
+        let copy = TempCopy::of(path)?;
+        let mut engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive, true)
+            .map_err(|e| rename_path(e, path))?;
+        schema::check(&engine).map_err(|e| rename_path(e, path))?;
+        on_copy(&engine).map_err(|e| rename_path(e, path))?;
+        engine.path = path.to_owned();
+        engine.copy = Some(Private::File(copy));
+        engine.writable = false;
+        engine.exclusive = false;
+        Ok(engine)
+    }
+
+    /// [`Engine::open_reader`] on a simulated disk: the private copy is a disk of its own.
+    #[cfg(any(test, feature = "sim-disk"))]
+    pub(crate) fn open_reader_backend(
+        disk: &super::simdisk::SimDisk,
+        force_copy: bool,
+        on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
+    ) -> Result<Engine, OpenError> {
+        let path = PathBuf::from("<simulated disk>");
+        if !force_copy {
+            let mut builder = Database::builder();
+            builder.set_cache_size(CACHE_BYTES);
+            builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+            match contain_open(&path, || {
+                builder.open_read_only_with_backend(disk.store_file())
+            })? {
+                Ok(db) => {
+                    let engine = Engine {
+                        db: Some(Db::Read(db)),
+                        file: None,
+                        path,
+                        broken: AtomicBool::new(false),
+                        copy: None,
+                        writable: false,
+                        exclusive: false,
+                    };
+                    schema::check(&engine)?;
+                    return Ok(engine);
+                }
+                Err(DatabaseError::RepairAborted) => {}
+                Err(e) => return Err(db_open_error(&path, e)),
+            }
+        }
+        let copy = disk.private_copy();
+        let mut engine = Engine::open_backend(copy.store_file(), Sharing::Exclusive)?;
+        on_copy(&engine)?;
+        engine.copy = Some(Private::Sim);
+        engine.writable = false;
+        engine.exclusive = false;
+        Ok(engine)
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this process holds the whole file (a writer in the exclusive mode): no other
+    /// process can be writing any of its runs.
+    pub(crate) fn exclusive(&self) -> bool {
+        self.exclusive
     }
 
     /// Whether this store reads a recovered private copy of an unclean file.
@@ -163,8 +234,8 @@ impl Engine {
     }
 
     /// Opens (creating if empty) a store on a custom redb backend: the power-loss tests'
-    /// simulated disk. Exclusive-writer mode unless the backend implements locks.
-    #[cfg(test)]
+    /// simulated disk (which implements locks, so the shared mode works on it too).
+    #[cfg(any(test, feature = "sim-disk"))]
     pub(crate) fn open_backend(
         backend: impl redb::StorageBackend,
         sharing: Sharing,
@@ -185,6 +256,7 @@ impl Engine {
             broken: AtomicBool::new(false),
             copy: None,
             writable: true,
+            exclusive: sharing == Sharing::Exclusive,
         };
         schema::init_or_check(&engine)?;
         Ok(engine)
@@ -494,12 +566,13 @@ fn prove_ours(path: &Path) -> Result<(), OpenError> {
                 broken: AtomicBool::new(false),
                 copy: None,
                 writable: false,
+                exclusive: false,
             };
             schema::check(&engine)
         }
         Err(Opened::NeedsRepair) => {
             let copy = TempCopy::of(path)?;
-            let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive)
+            let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive, true)
                 .map_err(|e| rename_path(e, path))?;
             schema::check(&engine).map_err(|e| rename_path(e, path))
         }
@@ -523,6 +596,15 @@ fn rename_path(e: OpenError, path: &Path) -> OpenError {
         OpenError::Damaged { what, source, .. } => OpenError::Damaged { path, what, source },
         other => other,
     }
+}
+
+/// A reader's private copy.
+enum Private {
+    /// A copy of the file in the temporary directory.
+    File(#[allow(dead_code)] TempCopy),
+    /// A copy on a simulated disk of its own.
+    #[cfg(any(test, feature = "sim-disk"))]
+    Sim,
 }
 
 /// A private copy of a store file, removed when dropped.

@@ -17,6 +17,7 @@ impl Store {
     /// # Errors
     /// `UnknownRun`; `RunLive` when another process writes the run; otherwise as any write.
     pub fn delete_run(&mut self, run: RunId) -> Result<(), WriteError> {
+        self.settle()?;
         let header = self.read()?.header(run)?;
         if header.state == RunState::Running {
             return Err(WriteError::RunLive { run });
@@ -57,6 +58,7 @@ impl Store {
         if self.poisoned.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(WriteError::Poisoned { path });
         }
+        self.settle()?;
         match self.engine.compact() {
             Ok(()) => Ok(()),
             Err(CompactOutcome::Busy) => Err(WriteError::Busy { path }),

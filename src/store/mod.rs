@@ -18,6 +18,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redb::WriteTransaction;
@@ -31,9 +32,16 @@ use crate::reconcile::{Limit, PageLog, Reconciler, Status, ViolationKind};
 mod backend;
 mod engine;
 mod error;
+mod fold;
+mod journal;
 mod maintenance;
 mod records;
 mod schema;
+#[cfg(feature = "sim-disk")]
+#[doc(hidden)]
+pub mod simdisk;
+#[cfg(all(test, not(feature = "sim-disk")))]
+mod simdisk;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -55,6 +63,7 @@ pub struct StoreOptions {
     keep_cursors: bool,
     checkpoint_every_pages: u32,
     exclusive: bool,
+    fold_records: u32,
 }
 
 impl Default for StoreOptions {
@@ -77,6 +86,7 @@ impl StoreOptions {
             keep_cursors: true,
             checkpoint_every_pages: 1,
             exclusive: false,
+            fold_records: journal::FOLD_RECORDS,
         }
     }
 
@@ -101,6 +111,15 @@ impl StoreOptions {
     #[must_use]
     pub fn exclusive(mut self, exclusive: bool) -> StoreOptions {
         self.exclusive = exclusive;
+        self
+    }
+
+    /// Fold the page journal after at most `records` records (at least 1) instead of 64:
+    /// the crash tests' way to put folds among few pages. Not part of the API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn fold_every(mut self, records: u32) -> StoreOptions {
+        self.fold_records = records.clamp(1, journal::FOLD_RECORDS);
         self
     }
 
@@ -244,12 +263,33 @@ pub struct Raise {
     pub deadline_seconds: Option<u64>,
 }
 
-/// An open store file.
+/// An open store file: a writer (`open`) or a reader (`open_read`).
 pub struct Store {
     engine: Engine,
     options: StoreOptions,
     poisoned: AtomicBool,
     source_spec: Option<String>,
+    /// The page journal of a writer in the shared mode (`journal.rs`, `fold.rs`).
+    journal: Mutex<Option<journal::Journal>>,
+    /// Held by a shared-mode writer while it lives: readers leave its journal to it.
+    _writer_mark: Option<WriterMark>,
+}
+
+/// What marks a shared-mode writer alive to readers in other processes.
+enum WriterMark {
+    /// A byte-range lock on the store file (`backend::Liveness::writer`).
+    File(#[allow(dead_code)] backend::Liveness),
+    #[cfg(any(test, feature = "sim-disk"))]
+    Sim(simdisk::SimDisk),
+}
+
+impl Drop for WriterMark {
+    fn drop(&mut self) {
+        #[cfg(any(test, feature = "sim-disk"))]
+        if let WriterMark::Sim(disk) = self {
+            disk.set_writer_alive(false);
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -263,6 +303,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens a store for writing, creating it if the file does not exist. An existing file
     /// must be a scanledger store of this format: it is checked before anything is written.
+    /// Journal records a killed writer left are folded first, in one commit.
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("sl-doc-open-{}", std::process::id()));
@@ -281,12 +322,68 @@ impl Store {
         } else {
             Sharing::Shared
         };
+        let engine = Engine::open_writer(path, sharing)?;
+        // Taken before the journal is read: a reader that finds it free knows no writer
+        // will fold what it reads.
+        let mark = (sharing == Sharing::Shared)
+            .then(|| backend::Liveness::writer(path).map(WriterMark::File))
+            .flatten();
+        let files = Box::new(fold::FileJournal::beside(path));
+        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(path))
+    }
+
+    /// A writer over an open engine: folds the journal records that continue its last
+    /// commit, then journals (shared mode) or removes the journal (exclusive mode).
+    fn writer(
+        engine: Engine,
+        options: StoreOptions,
+        sharing: Sharing,
+        files: Box<dyn journal::JournalFiles>,
+        mark: Option<WriterMark>,
+    ) -> Result<Store, Failure> {
+        let merged = fold::recover(&engine, files.as_ref(), true)?;
+        if !merged.is_empty() {
+            fold::fold_into(&engine, &merged)?;
+            tracing::info!(store = %engine.path().display(), records = merged.records, "folded the page journal a stopped writer left");
+        }
+        let journal = if sharing == Sharing::Shared {
+            let (tag, base) = fold::identity(&engine)?;
+            let base = match base {
+                Some(b) => b,
+                None => fold::fold_into(&engine, &journal::Merged::default())?,
+            };
+            Some(journal::Journal::new(
+                files,
+                tag,
+                base,
+                options.fold_records,
+            ))
+        } else {
+            // Nothing in it applies any more: this writer's commits are not journaled.
+            if let Err(e) = files.remove() {
+                tracing::debug!(journal = %files.name(), error = %e, "a stale page journal could not be removed (it is ignored)");
+            }
+            None
+        };
         Ok(Store {
-            engine: Engine::open_writer(path, sharing)?,
+            engine,
             options,
             poisoned: AtomicBool::new(false),
             source_spec: None,
+            journal: Mutex::new(journal),
+            _writer_mark: mark,
         })
+    }
+
+    fn reader(engine: Engine) -> Store {
+        Store {
+            engine,
+            options: StoreOptions::new(),
+            poisoned: AtomicBool::new(false),
+            source_spec: None,
+            journal: Mutex::new(None),
+            _writer_mark: None,
+        }
     }
 
     /// [`Store::open`], waiting up to `wait` while another process writes the store.
@@ -302,17 +399,26 @@ impl Store {
     }
 
     /// Opens a store for reading; works while another process writes it (unless that one
-    /// holds it exclusively), and never writes the file.
+    /// holds it exclusively), and never writes the file. While a writer is alive the view is
+    /// its last fold; after a writer died, journal records it acknowledged are folded into a
+    /// private copy, which the view then reads (`reads_recovered_copy`).
     ///
     /// # Errors
     /// `OpenError` naming the path and the problem.
     pub fn open_read(path: &Path) -> Result<Store, OpenError> {
-        Ok(Store {
-            engine: Engine::open_reader(path)?,
-            options: StoreOptions::new(),
-            poisoned: AtomicBool::new(false),
-            source_spec: None,
-        })
+        let files = fold::FileJournal::beside(path);
+        let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
+        let engine = Engine::open_reader(path, false, on_copy)?;
+        if engine.recovered_copy() || backend::writer_is_live(path) {
+            return Ok(Store::reader(engine));
+        }
+        let pending = fold::recover(&engine, &files, false).map_err(|f| f.into_open(path))?;
+        if pending.is_empty() {
+            return Ok(Store::reader(engine));
+        }
+        drop(engine);
+        let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
+        Ok(Store::reader(Engine::open_reader(path, true, on_copy)?))
     }
 
     /// [`Store::open_read`], waiting up to `wait` while a process holds the store exclusively.
@@ -323,24 +429,58 @@ impl Store {
         retry_busy(wait, || Store::open_read(path))
     }
 
-    /// Opens a store on a custom backend (the power-loss tests' simulated disk).
-    #[cfg(test)]
-    pub(crate) fn open_backend(
-        backend: impl redb::StorageBackend,
+    /// Opens a store for writing on a simulated disk (the power-loss tests and the crash
+    /// fuzzer): the store file and its journal, in the shared mode unless `options` say
+    /// exclusive. Not part of the API.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    #[cfg(any(test, feature = "sim-disk"))]
+    #[doc(hidden)]
+    pub fn open_simulated(
+        disk: &simdisk::SimDisk,
         options: StoreOptions,
-        shared: bool,
     ) -> Result<Store, OpenError> {
-        let sharing = if shared {
-            Sharing::Shared
-        } else {
+        let sharing = if options.exclusive {
             Sharing::Exclusive
+        } else {
+            Sharing::Shared
         };
-        Ok(Store {
-            engine: Engine::open_backend(backend, sharing)?,
-            options,
-            poisoned: AtomicBool::new(false),
-            source_spec: None,
-        })
+        let engine = Engine::open_backend(disk.store_file(), sharing)?;
+        let mark = (sharing == Sharing::Shared).then(|| {
+            disk.set_writer_alive(true);
+            WriterMark::Sim(disk.clone())
+        });
+        let files = Box::new(simdisk::SimJournal(disk.clone()));
+        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(engine_path()))
+    }
+
+    /// Opens a store for reading on a simulated disk, as [`Store::open_read`] does a file.
+    /// Not part of the API.
+    ///
+    /// # Errors
+    /// As [`Store::open_read`].
+    #[cfg(any(test, feature = "sim-disk"))]
+    #[doc(hidden)]
+    pub fn open_read_simulated(disk: &simdisk::SimDisk) -> Result<Store, OpenError> {
+        let files = simdisk::SimJournal(disk.clone());
+        let fold =
+            |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
+        let engine = Engine::open_reader_backend(disk, false, fold)?;
+        if engine.recovered_copy() || disk.writer_alive() {
+            return Ok(Store::reader(engine));
+        }
+        let pending =
+            fold::recover(&engine, &files, false).map_err(|f| f.into_open(engine_path()))?;
+        if pending.is_empty() {
+            return Ok(Store::reader(engine));
+        }
+        drop(engine);
+        let fold =
+            |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
+        Ok(Store::reader(Engine::open_reader_backend(
+            disk, true, fold,
+        )?))
     }
 
     /// A consistent read view: one read transaction for everything a command reads.
@@ -348,6 +488,11 @@ impl Store {
     /// # Errors
     /// `ReadError` when the transaction cannot begin.
     pub fn read(&self) -> Result<Snapshot<'_>, ReadError> {
+        // No run writer is alive while `&self` is lent: journal records left are a dropped
+        // writer's, folded now so the view has them.
+        if let Err(e) = self.settle() {
+            tracing::warn!(store = %self.path().display(), error = %e, "the page journal could not be folded; reading the last fold");
+        }
         Snapshot::new(&self.engine)
     }
 
@@ -358,7 +503,8 @@ impl Store {
     }
 
     /// Whether this store reads a recovered private copy, because a killed writer left the
-    /// file unclean (the next writer repairs it in place).
+    /// file unclean or journal records no writer is alive to fold (the next writer repairs
+    /// and folds in place).
     #[must_use]
     pub fn reads_recovered_copy(&self) -> bool {
         self.engine.recovered_copy()
@@ -367,13 +513,19 @@ impl Store {
     /// Syncs (`fdatasync`) issued through this handle so far.
     #[must_use]
     pub fn syncs(&self) -> u64 {
-        self.engine.syncs()
+        self.engine.syncs() + self.with_journal(|j| j.syncs()).unwrap_or(0)
     }
 
     /// Bytes written to the file through this handle so far (what a scan costs the disk).
     #[must_use]
     pub fn bytes_written(&self) -> u64 {
-        self.engine.bytes_written()
+        self.engine.bytes_written() + self.with_journal(|j| j.written()).unwrap_or(0)
+    }
+
+    /// Whether checkpoints go to the page journal (a writer in the shared mode).
+    #[must_use]
+    pub fn journaled(&self) -> bool {
+        self.with_journal(|j| j.available()).unwrap_or(false)
     }
 
     /// Records `spec` (the `--source` argument) in every run this store begins from now on, so
@@ -392,6 +544,8 @@ impl Store {
         contract: &Contract,
         started_at_ms: u64,
     ) -> Result<(RunWriter<'_>, Option<Interner>), WriteError> {
+        // A dropped writer's acknowledged pages are committed before anything else is.
+        self.settle()?;
         let interner = if writer::is_string(contract) {
             Some(self.read()?.interner(&ScopeKey::of(contract))?)
         } else {
@@ -418,6 +572,7 @@ impl Store {
         run: RunId,
         raise: &Raise,
     ) -> Result<(RunWriter<'_>, LoadedRun), WriteError> {
+        self.settle()?;
         let (mut loaded, key) = {
             let snap = self.read()?;
             let loaded = snap.load(run)?;
@@ -495,16 +650,37 @@ impl Store {
         }
     }
 
-    fn commit(&self, txn: WriteTransaction) -> Result<(), WriteError> {
-        self.engine
-            .contain("commit", || txn.commit())
-            .map_err(|f| self.poison(f))
-    }
-
     fn poison(&self, f: Failure) -> WriteError {
         self.poisoned.store(true, Ordering::Relaxed);
         f.into_write(self.engine.path())
     }
+
+    fn with_journal<T>(&self, f: impl FnOnce(&mut journal::Journal) -> T) -> Option<T> {
+        let mut guard = match self.journal.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        guard.as_mut().map(f)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.poisoned.load(Ordering::Relaxed) {
+            // What the journal holds stays for the next writer (or a reader's copy) to fold.
+            return;
+        }
+        if self.settle().is_ok() {
+            // Everything is folded: the journal goes (recreated by the next writer).
+            self.with_journal(journal::Journal::remove);
+        }
+    }
+}
+
+/// The name errors give a simulated disk.
+#[cfg(any(test, feature = "sim-disk"))]
+fn engine_path() -> &'static Path {
+    Path::new("<simulated disk>")
 }
 
 fn retry_busy<T>(

@@ -10,8 +10,12 @@ use redb::{TableDefinition, TableHandle};
 use super::engine::Engine;
 use super::error::{Failure, OpenError};
 
-/// The on-disk format version this build writes and the only one it reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// The on-disk format version this build writes. It also reads format 2, which is format 3
+/// without the page journal: a writer upgrades such a file in place, in the transaction that
+/// checks it (docs/FORMAT.md §10).
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format this build reads.
+pub(crate) const FORMAT_VERSION_OLDEST: u32 = 2;
 /// The magic value of `meta["magic"]`.
 pub(crate) const MAGIC: &[u8] = b"scanledger-store";
 
@@ -46,6 +50,9 @@ pub(crate) const META_MAGIC: &str = "magic";
 pub(crate) const META_VERSION: &str = "format_version";
 pub(crate) const META_NEXT_RUN: &str = "next_run";
 pub(crate) const META_TOKEN_KEY: &str = "page_token_key";
+/// The stamp of the store's last commit (16 random bytes, rewritten by every commit): the
+/// page journal whose header names it continues this state (docs/FORMAT.md §10a).
+pub(crate) const META_JOURNAL_BASE: &str = "journal_base";
 /// Bytes of the page-token key.
 pub const TOKEN_KEY_LEN: usize = 32;
 
@@ -67,6 +74,9 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
         engine
             .contain("end a transaction", || txn.abort())
             .map_err(fail)?;
+        if read_version(engine)? < FORMAT_VERSION {
+            upgrade(engine)?;
+        }
         return check(engine);
     }
     if !names.is_empty() {
@@ -81,6 +91,7 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
         op: "draw the page-token key from the system's random source",
         source: Box::new(std::io::Error::other(e.to_string())),
     })?;
+    let stamp = super::journal::fresh_stamp().map_err(fail)?;
     engine
         .contain("create the format", || -> Result<(), redb::Error> {
             {
@@ -89,6 +100,7 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
                 meta.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
                 meta.insert(META_NEXT_RUN, 1u64.to_le_bytes().as_slice())?;
                 meta.insert(META_TOKEN_KEY, key.as_slice())?;
+                meta.insert(META_JOURNAL_BASE, stamp.as_slice())?;
             }
             // Every table exists from the start, so readers never meet a missing one.
             txn.open_table(RUNS)?;
@@ -109,8 +121,37 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
         .map_err(fail)
 }
 
+/// Rewrites a format 2 store as format 3, in one transaction: the version and a first commit
+/// stamp (format 2 had no page journal, so nothing else differs).
+fn upgrade(engine: &Engine) -> Result<(), OpenError> {
+    let path = engine.path();
+    let fail = |f: Failure| f.into_open(path);
+    let Some(txn) = engine.begin_write().map_err(fail)? else {
+        return Ok(());
+    };
+    let stamp = super::journal::fresh_stamp().map_err(fail)?;
+    engine
+        .contain("upgrade the format", || -> Result<(), redb::Error> {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
+            meta.insert(META_JOURNAL_BASE, stamp.as_slice())?;
+            Ok(())
+        })
+        .map_err(fail)?;
+    engine
+        .contain("commit the upgraded format", || txn.commit())
+        .map_err(fail)?;
+    tracing::info!(store = %path.display(), "upgraded the store from format 2 to format {FORMAT_VERSION}");
+    Ok(())
+}
+
 /// Checks the format record of an existing store through a read transaction.
 pub(crate) fn check(engine: &Engine) -> Result<(), OpenError> {
+    read_version(engine).map(|_| ())
+}
+
+/// Checks the format record of an existing store; returns its version (one this build reads).
+fn read_version(engine: &Engine) -> Result<u32, OpenError> {
     let path = engine.path();
     let fail = |f: Failure| f.into_open(path);
     let not_ours = || OpenError::NotAStore {
@@ -153,7 +194,7 @@ pub(crate) fn check(engine: &Engine) -> Result<(), OpenError> {
             supported: FORMAT_VERSION,
         });
     }
-    if version < FORMAT_VERSION {
+    if version < FORMAT_VERSION_OLDEST {
         return Err(OpenError::OlderFormat {
             path: path.to_owned(),
             found: version,
@@ -166,5 +207,5 @@ pub(crate) fn check(engine: &Engine) -> Result<(), OpenError> {
             source: None,
         });
     }
-    Ok(())
+    Ok(version)
 }

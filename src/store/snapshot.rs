@@ -11,8 +11,8 @@ use super::engine::Engine;
 use super::error::{Failure, ReadError};
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_TOKEN_KEY,
-    PAGES, RUNS, TOKEN_KEY_LEN,
+    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META,
+    META_JOURNAL_BASE, META_TOKEN_KEY, PAGES, RUNS, TOKEN_KEY_LEN,
 };
 use super::{LoadedRun, RunHeader, RunState, RunSummary, ScopeKey};
 use crate::codec::{IdCodec, Interner};
@@ -110,7 +110,13 @@ impl<'s> Snapshot<'s> {
 
     fn state_of(&self, run: RunId, stored: StoredState) -> RunState {
         match stored {
-            StoredState::Running if super::backend::is_live(self.engine.path(), run.0) => {
+            // An exclusive writer holds the whole file (its lock covers the liveness bytes,
+            // which would read as held); and while a `Snapshot` of it exists, no run writer
+            // of it does.
+            StoredState::Running
+                if !self.engine.exclusive()
+                    && super::backend::is_live(self.engine.path(), run.0) =>
+            {
                 RunState::Running
             }
             StoredState::Running => RunState::Interrupted,
@@ -441,6 +447,23 @@ impl<'s> Snapshot<'s> {
                 Ok((leaf, crate::content::ContentAcc(acc)))
             })
             .collect()
+    }
+
+    /// The stamp of the store's last commit (`None` in a store never stamped: format 2).
+    pub(crate) fn journal_base(&self) -> Result<Option<super::journal::Stamp>, ReadError> {
+        let v = self
+            .engine
+            .contain("read the meta table", || -> Result<_, redb::Error> {
+                let meta = self.txn.open_table(META)?;
+                Ok(meta.get(META_JOURNAL_BASE)?.map(|v| v.value().to_vec()))
+            })
+            .map_err(|f| self.fail(f))?;
+        match v {
+            None => Ok(None),
+            Some(b) => <super::journal::Stamp>::try_from(b.as_slice())
+                .map(Some)
+                .map_err(|_| self.damaged("meta", None, "journal_base is not 16 bytes")),
+        }
     }
 
     /// The key that signs this store's page tokens (made when the store was created).

@@ -1,138 +1,28 @@
-//! Power-loss tests of the store through redb's `StorageBackend` trait.
+//! Power-loss tests of the store and its page journal on a simulated disk (`simdisk.rs`).
 //!
 //! The bug this guards against: a checkpoint that is not atomic (IDs written without the
-//! cursor, or the page log without the counts) would, after a power cut, resume from a
-//! cursor that does not match the stored IDs and count a page twice or lose one. The
-//! simulated disk keeps what was synced; at a crash point it keeps the synced image plus a
-//! prefix of the writes issued since (none, half, or all of them), then fails every further
-//! operation. After "reboot" the store must be at some committed page, its counts must match
-//! its bitmaps and page log, and resuming must end with exactly the reference run's Merkle
-//! root, unique count and cursor chain.
+//! cursor, or the page log without the counts), a journal record acknowledged and then lost,
+//! or a journal applied over a state it does not continue. At every operation of a scan (a
+//! write, length change or sync of the store or the journal, the journal's creation or
+//! removal) the power goes; the disk a reboot finds keeps each file's synced image plus a
+//! subset of what was issued since (none, a prefix, all, or a random subset with torn
+//! writes). Then a reader (which must not write) and a writer must both see at least every
+//! page the scan acknowledged, with counts that match the bitmaps and the page log, and
+//! resuming must end with exactly the Merkle root, unique count, labels and cursor chain of
+//! an uninterrupted run. Configurations: the default shared mode (journal, per-page
+//! checkpoints, folds among the pages), group commit, `--exclusive`, a restart, and a scan
+//! dropped mid-run whose successor resumes on the same handle.
 
 use std::sync::{Arc, Mutex};
 
+use super::simdisk::{Loss, SimDisk};
 use super::*;
+use crate::collect::RunLog;
 use crate::digest;
+use crate::error::Error;
 use crate::receipt::Receipt;
+use crate::reconcile::{Delta, Reconciler};
 use crate::source::{SimConfig, SimSource};
-
-#[derive(Debug, Clone)]
-enum Op {
-    Write(u64, Vec<u8>),
-    SetLen(u64),
-}
-
-#[derive(Debug, Default)]
-struct Disk {
-    durable: Vec<u8>,
-    current: Vec<u8>,
-    pending: Vec<Op>,
-    ops: usize,
-    crash_after_ops: Option<usize>,
-    crashed: bool,
-}
-
-fn apply(image: &mut Vec<u8>, op: &Op) {
-    match op {
-        Op::Write(offset, data) => {
-            let end = *offset as usize + data.len();
-            if image.len() < end {
-                image.resize(end, 0);
-            }
-            image[*offset as usize..end].copy_from_slice(data);
-        }
-        Op::SetLen(len) => image.resize(*len as usize, 0),
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-struct LossyBackend(Arc<Mutex<Disk>>);
-
-fn io_err(what: &str) -> std::io::Error {
-    std::io::Error::other(what.to_owned())
-}
-
-impl LossyBackend {
-    fn from_image(image: Vec<u8>) -> LossyBackend {
-        LossyBackend(Arc::new(Mutex::new(Disk {
-            durable: image.clone(),
-            current: image,
-            ..Disk::default()
-        })))
-    }
-
-    fn arm(&self, after_ops: usize) {
-        let mut d = self.0.lock().expect("disk lock");
-        d.ops = 0;
-        d.crash_after_ops = Some(after_ops);
-    }
-
-    fn ops(&self) -> usize {
-        self.0.lock().expect("disk lock").ops
-    }
-
-    /// The disk after the power cut: the synced image plus the first `keep` of `n` pending
-    /// writes, where `keep` is `n * keep_num / 2`.
-    fn image_after_crash(&self, keep_num: usize) -> Vec<u8> {
-        let d = self.0.lock().expect("disk lock");
-        let mut image = d.durable.clone();
-        let keep = d.pending.len() * keep_num / 2;
-        for op in &d.pending[..keep] {
-            apply(&mut image, op);
-        }
-        image
-    }
-
-    fn step(&self, op: Option<Op>) -> std::io::Result<()> {
-        let mut d = self.0.lock().expect("disk lock");
-        if d.crashed {
-            return Err(io_err("power lost"));
-        }
-        d.ops += 1;
-        if d.crash_after_ops.is_some_and(|n| d.ops > n) {
-            d.crashed = true;
-            return Err(io_err("power lost"));
-        }
-        match op {
-            Some(op) => {
-                let mut cur = std::mem::take(&mut d.current);
-                apply(&mut cur, &op);
-                d.current = cur;
-                d.pending.push(op);
-            }
-            None => {
-                d.durable = d.current.clone();
-                d.pending.clear();
-            }
-        }
-        Ok(())
-    }
-}
-
-impl redb::StorageBackend for LossyBackend {
-    fn len(&self) -> std::io::Result<u64> {
-        Ok(self.0.lock().expect("disk lock").current.len() as u64)
-    }
-    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
-        let d = self.0.lock().expect("disk lock");
-        let start = offset as usize;
-        let end = start + out.len();
-        if end > d.current.len() {
-            return Err(io_err("read past the end"));
-        }
-        out.copy_from_slice(&d.current[start..end]);
-        Ok(())
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.step(Some(Op::SetLen(len)))
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.step(None)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.step(Some(Op::Write(offset, data.to_vec())))
-    }
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -141,18 +31,158 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn sim() -> SimSource {
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    options: StoreOptions,
+    /// The source's cursor expires once at this page; the contract restarts on it.
+    restart_at: Option<u32>,
+    /// The scan is dropped after this many pages; the same handle then resumes it.
+    drop_after: Option<u32>,
+}
+
+fn sim(case: &Case) -> SimSource {
     SimSource::new(SimConfig {
-        records: 300,
+        records: 200,
         label_every: Some(7),
+        expire_at: case.restart_at,
         ..SimConfig::default()
     })
 }
 
-fn contract() -> Contract {
+fn contract(case: &Case) -> Contract {
     let mut c = Contract::new("sim");
     c.page_size = 20;
+    if case.restart_at.is_some() {
+        c.on_expired_cursor = crate::contract::ExpiredPolicy::Restart;
+    }
     c
+}
+
+/// The last page each run acknowledged: a checkpoint that returned with nothing pending, or
+/// a finish.
+#[derive(Debug, Default, Clone)]
+struct Acks(Arc<Mutex<std::collections::BTreeMap<u64, u32>>>);
+
+impl Acks {
+    fn set(&self, run: RunId, page: u32) {
+        let mut m = self.0.lock().expect("acks");
+        let e = m.entry(run.0).or_insert(0);
+        *e = (*e).max(page);
+    }
+    fn all(&self) -> Vec<(u64, u32)> {
+        self.0
+            .lock()
+            .expect("acks")
+            .iter()
+            .map(|(r, p)| (*r, *p))
+            .collect()
+    }
+}
+
+/// The run's writer, noting what it acknowledged; fails its checkpoint after `fail_after`
+/// pages (a scan dropped at that point).
+struct Watched<'s> {
+    w: RunWriter<'s>,
+    acks: Acks,
+    fail_after: Option<u32>,
+}
+
+impl RunLog for Watched<'_> {
+    fn run(&self) -> RunId {
+        self.w.run()
+    }
+    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
+        let page = delta.page.as_ref().map(|p| p.page_idx);
+        if let (Some(p), Some(n)) = (page, self.fail_after) {
+            if p > n {
+                return Err(Error::Write(WriteError::Poisoned {
+                    path: "<dropped>".into(),
+                }));
+            }
+        }
+        self.w.checkpoint(rec, delta)?;
+        if let Some(p) = page {
+            if self.w.pending_pages() == 0 {
+                self.acks.set(self.w.run(), p);
+            }
+        }
+        Ok(())
+    }
+    fn set_server_count(&mut self, n: u64) {
+        self.w.set_server_count(n);
+    }
+    fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
+        let run = self.w.run();
+        let pages = rec.progress().pages_observed;
+        self.w.finish(rec, at)?;
+        self.acks.set(run, pages);
+        Ok(())
+    }
+    fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
+        let old = self.w.run();
+        let pages = rec.progress().pages_observed;
+        let w = self.w.restart(rec, contract, at)?;
+        self.acks.set(old, pages);
+        Ok(Watched {
+            w,
+            acks: self.acks,
+            fail_after: self.fail_after,
+        })
+    }
+}
+
+fn scan(
+    store: &mut Store,
+    case: &Case,
+    acks: &Acks,
+    fail_after: Option<u32>,
+) -> Result<Receipt, Error> {
+    let c = contract(case);
+    let (w, _) = store.begin(&c, crate::collect::now_ms())?;
+    let log = Watched {
+        w,
+        acks: acks.clone(),
+        fail_after,
+    };
+    let rec = Reconciler::new(&c);
+    let done = runtime().block_on(crate::collect::scan_with(
+        &c,
+        rec,
+        log,
+        crate::collect::now_ms(),
+        &mut sim(case),
+    ))?;
+    Ok(done.receipt())
+}
+
+fn resume(store: &mut Store, run: RunId, case: &Case, acks: &Acks) -> Result<Receipt, Error> {
+    let (w, loaded) = store.resume(run, &Raise::default())?;
+    let log = Watched {
+        w,
+        acks: acks.clone(),
+        fail_after: None,
+    };
+    let done = runtime().block_on(crate::collect::resume_with(
+        loaded,
+        log,
+        None,
+        &mut sim(case),
+    ))?;
+    Ok(done.receipt())
+}
+
+/// What a scan does to a fresh disk: a scan (dropped and resumed on the same handle when the
+/// case says so).
+fn workload(disk: &SimDisk, case: &Case, acks: &Acks) -> Result<Receipt, Error> {
+    let mut store = Store::open_simulated(disk, case.options)?;
+    match case.drop_after {
+        None => scan(&mut store, case, acks, None),
+        Some(n) => {
+            let dropped = scan(&mut store, case, acks, Some(n));
+            assert!(dropped.is_err() || disk.crashed());
+            resume(&mut store, RunId(1), case, acks)
+        }
+    }
 }
 
 struct Reference {
@@ -160,147 +190,405 @@ struct Reference {
     chain: String,
     unique: u64,
     labels: u64,
-    ops: usize,
+    ops: u64,
+    syncs: u64,
 }
 
-fn reference(options: StoreOptions) -> Reference {
-    let backend = LossyBackend::default();
-    let mut store = Store::open_backend(backend.clone(), options, false).expect("create store");
-    backend.arm(usize::MAX);
-    let done = runtime()
-        .block_on(crate::collect::scan(&contract(), &mut sim(), &mut store))
-        .expect("reference scan");
-    let r = done.receipt();
+fn reference(case: &Case) -> Reference {
+    let disk = SimDisk::new();
+    let acks = Acks::default();
+    let r = workload(&disk, case, &acks).expect("reference scan");
     assert_eq!(r.coverage_status, Status::Verified);
+    let runs = acks.all();
+    if case.restart_at.is_some() {
+        assert_eq!(r.run_id, "run-2", "the reference restarted: {runs:?}");
+        assert_eq!(runs.len(), 2, "{runs:?}");
+    }
+    if let Some(n) = case.drop_after {
+        assert!(
+            runs[0].1 > n,
+            "the dropped run was resumed to its end: {runs:?}"
+        );
+    }
     Reference {
         root: r.merkle_root,
         chain: r.cursor_chain_digest,
         unique: r.unique_ids_observed,
         labels: r.labels["needs_migration"].count,
-        ops: backend.ops(),
+        ops: disk.ops(),
+        syncs: disk.syncs(),
     }
 }
 
-/// Checks a reopened store and finishes its run; returns the final receipt.
-fn recover_and_finish(image: Vec<u8>, options: StoreOptions) -> (Receipt, &'static str) {
-    let backend = LossyBackend::from_image(image);
-    let mut store = Store::open_backend(backend, options, false).expect("reopen after crash");
-    let runs = store
-        .read()
-        .expect("read")
-        .runs()
-        .expect("runs after crash");
-    if runs.is_empty() {
-        // The crash came before the run's first commit: nothing was acknowledged.
-        let r = runtime()
-            .block_on(crate::collect::scan(&contract(), &mut sim(), &mut store))
-            .expect("fresh scan")
-            .receipt();
-        return (r, "fresh");
+/// Checks one run of a store after the crash: at least the acknowledged pages, counts that
+/// match the bitmaps and the page log, a chain that recomputes.
+fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
+    let snap = store.read().expect("read");
+    let loaded = snap
+        .load(run)
+        .unwrap_or_else(|e| panic!("{what}: load {run}: {e}"));
+    let rec = &loaded.reconciler;
+    rec.check_invariants();
+    let p = rec.progress();
+    assert!(
+        p.pages_observed >= acked,
+        "{what}: {run} acknowledged {acked} pages, the store has {}",
+        p.pages_observed
+    );
+    assert_eq!(loaded.pages.len() as u32, p.pages_observed, "{what}");
+    let items: u64 = loaded.pages.iter().map(|x| u64::from(x.n_items)).sum();
+    assert_eq!(
+        items, p.records_observed,
+        "{what}: page log and counts disagree"
+    );
+    if !loaded.pages.is_empty() {
+        let chain = digest::chain_of(
+            rec.query_digest(),
+            p.pinned_snapshot.as_deref(),
+            loaded.pages.iter().map(|x| &x.cursor_hash),
+        );
+        assert_eq!(chain, p.chain, "{what}: the chain does not recompute");
     }
-    assert_eq!(runs.len(), 1);
-    {
-        let snap = store.read().expect("read");
-        let loaded = snap.load(RunId(1)).expect("load after crash");
-        let rec = &loaded.reconciler;
-        rec.check_invariants();
-        // The chain recomputes from the page log.
-        let pages = &loaded.pages;
-        assert_eq!(pages.len() as u32, rec.progress().pages_observed);
-        let items: u64 = pages.iter().map(|p| u64::from(p.n_items)).sum();
-        assert_eq!(items, rec.progress().records_observed);
-        if !pages.is_empty() {
-            let chain = digest::chain_of(
-                rec.query_digest(),
-                rec.progress().pinned_snapshot.as_deref(),
-                pages.iter().map(|p| &p.cursor_hash),
-            );
-            assert_eq!(
-                chain,
-                rec.progress().chain,
-                "chain does not recompute from the page log"
-            );
+}
+
+/// After a crash: a reader, then a writer, then the scan carried to its end.
+fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &'static str) {
+    let acked = acks.all();
+    let before = image.ops();
+    match Store::open_read_simulated(image) {
+        Ok(reader) => {
+            let runs = reader.read().expect("read").runs().expect("runs");
+            for (run, pages) in &acked {
+                if *pages > 0 {
+                    assert!(
+                        runs.iter().any(|r| r.run_id.0 == *run),
+                        "{what}: run-{run} acknowledged {pages} pages and a reader does not find it"
+                    );
+                    check_run(&reader, RunId(*run), *pages, &format!("{what} (reader)"));
+                }
+            }
+        }
+        Err(e) => assert!(
+            acked.iter().all(|(_, p)| *p == 0),
+            "{what}: a reader cannot open the store after acknowledged pages: {e}"
+        ),
+    }
+    assert_eq!(image.ops(), before, "{what}: the reader wrote the disk");
+    let mut store = match Store::open_simulated(image, case.options) {
+        Ok(s) => s,
+        // Cut while the file was being created, before its format committed: a file that
+        // is no store yet (as after a kill then); nothing was acknowledged, start over.
+        Err(e) if acked.iter().all(|(_, p)| *p == 0) && !matches!(e, OpenError::Busy { .. }) => {
+            let mut store = Store::open_simulated(&SimDisk::new(), case.options).expect("fresh");
+            let r = scan(&mut store, case, acks, None).expect("fresh scan");
+            return (r, "fresh");
+        }
+        Err(e) => panic!("{what}: reopen after the crash: {e}"),
+    };
+    for (run, pages) in &acked {
+        if *pages > 0 {
+            check_run(&store, RunId(*run), *pages, &format!("{what} (writer)"));
         }
     }
-    match runtime().block_on(crate::collect::resume(
-        &mut store,
-        RunId(1),
-        &Raise::default(),
-        &mut sim(),
-    )) {
-        Ok(done) => (done.receipt(), "resumed"),
-        Err(crate::Error::Write(WriteError::NotResumable { .. })) => (
-            store
-                .read()
-                .expect("read")
-                .receipt(RunId(1))
-                .expect("receipt"),
+    let runs = store.read().expect("read").runs().expect("runs");
+    let Some(last) = runs.first() else {
+        let r = scan(&mut store, case, acks, None).expect("fresh scan");
+        return (r, "fresh");
+    };
+    let last = last.run_id;
+    match resume(&mut store, last, case, acks) {
+        Ok(r) => (r, "resumed"),
+        Err(Error::Write(WriteError::NotResumable { .. })) => (
+            store.read().expect("read").receipt(last).expect("receipt"),
             "finished",
         ),
-        Err(e) => panic!("resume refused: {e}"),
+        Err(e) => panic!("{what}: resume refused: {e}"),
     }
 }
 
-fn power_loss_at_every_point(options: StoreOptions) {
-    let reference = reference(options);
+fn losses(point: u64) -> [Loss; 5] {
+    [
+        Loss::Prefix { keep: 0, of: 1 },
+        Loss::Prefix { keep: 1, of: 2 },
+        Loss::Prefix { keep: 1, of: 1 },
+        Loss::Random(point.wrapping_mul(31).wrapping_add(7)),
+        Loss::Random(point.wrapping_mul(131).wrapping_add(1)),
+    ]
+}
+
+fn power_loss_at_every_point(case: Case) {
+    let reference = reference(&case);
     assert!(
         reference.ops > 10,
-        "the reference run issued too few writes to test"
+        "the reference run issued too few operations"
     );
-    // Every crash point up to 150, then a stride, so the test stays quick.
-    let stride = (reference.ops / 150).max(1);
-    let mut points = 0;
+    // Every operation up to 400, then a stride, so the test stays quick.
+    let stride = (reference.ops / 400).max(1);
     let mut paths = std::collections::BTreeMap::new();
-    for crash_after in (0..=reference.ops).step_by(stride) {
-        for keep_num in 0..=2 {
-            let backend = LossyBackend::default();
-            let mut store =
-                Store::open_backend(backend.clone(), options, false).expect("create store");
-            backend.arm(crash_after);
-            let outcome =
-                runtime().block_on(crate::collect::scan(&contract(), &mut sim(), &mut store));
-            drop(store);
+    let mut points = 0;
+    for crash_after in (0..=reference.ops).step_by(stride as usize) {
+        for loss in losses(crash_after) {
+            let what = format!("{case:?}, crash after {crash_after} ops, {loss:?}");
+            let disk = SimDisk::new();
+            disk.crash_after(crash_after);
+            let acks = Acks::default();
+            let outcome = workload(&disk, &case, &acks);
             if crash_after >= reference.ops {
-                assert!(outcome.is_ok());
+                assert!(outcome.is_ok(), "{what}: {outcome:?}");
             }
-            let image = backend.image_after_crash(keep_num);
-            let (r, path) = recover_and_finish(image, options);
+            let image = disk.after_crash(loss);
+            let (r, path) = recover(&image, &case, &acks, &what);
             *paths.entry(path).or_insert(0) += 1;
+            assert_eq!(r.coverage_status, Status::Verified, "{what}");
+            assert_eq!(r.merkle_root, reference.root, "{what}");
+            assert_eq!(r.unique_ids_observed, reference.unique, "{what}");
+            assert_eq!(r.duplicate_ids, 0, "{what}: a page was counted twice");
+            assert_eq!(r.cursor_chain_digest, reference.chain, "{what}");
             assert_eq!(
-                r.coverage_status,
-                Status::Verified,
-                "crash after {crash_after} ops"
+                r.labels["needs_migration"].count, reference.labels,
+                "{what}"
             );
-            assert_eq!(
-                r.merkle_root, reference.root,
-                "crash after {crash_after} ops"
-            );
-            assert_eq!(r.unique_ids_observed, reference.unique);
-            assert_eq!(r.duplicate_ids, 0, "a page was counted twice");
-            assert_eq!(
-                r.cursor_chain_digest, reference.chain,
-                "crash after {crash_after} ops"
-            );
-            assert_eq!(r.labels["needs_migration"].count, reference.labels);
             points += 1;
         }
     }
-    assert!(points >= 30);
-    // Every recovery path was exercised: before the first commit, mid-run, after the end.
+    assert!(points >= 100, "{points}");
     for path in ["fresh", "resumed", "finished"] {
         assert!(
             paths.get(path).copied().unwrap_or(0) > 0,
             "no crash point took the {path} path: {paths:?}"
         );
     }
+    eprintln!(
+        "{case:?}: {} ops and {} syncs uninterrupted; {points} crashes: {paths:?}",
+        reference.ops, reference.syncs
+    );
+}
+
+fn case(options: StoreOptions) -> Case {
+    Case {
+        options,
+        restart_at: None,
+        drop_after: None,
+    }
 }
 
 #[test]
-fn power_loss_with_a_checkpoint_per_page_resumes_exactly() {
-    power_loss_at_every_point(StoreOptions::default());
+fn power_loss_in_the_shared_mode_with_folds_among_the_pages_resumes_exactly() {
+    power_loss_at_every_point(case(StoreOptions::new().fold_every(3)));
+}
+
+#[test]
+fn power_loss_in_the_shared_mode_with_one_fold_at_the_end_resumes_exactly() {
+    power_loss_at_every_point(case(StoreOptions::new()));
 }
 
 #[test]
 fn power_loss_with_group_commit_resumes_exactly() {
-    power_loss_at_every_point(StoreOptions::new().checkpoint_every(4));
+    power_loss_at_every_point(case(StoreOptions::new().checkpoint_every(3).fold_every(2)));
+}
+
+#[test]
+fn power_loss_in_the_exclusive_mode_resumes_exactly() {
+    power_loss_at_every_point(case(StoreOptions::new().exclusive(true)));
+}
+
+#[test]
+fn power_loss_around_a_restart_resumes_exactly() {
+    power_loss_at_every_point(Case {
+        restart_at: Some(4),
+        ..case(StoreOptions::new().fold_every(4))
+    });
+}
+
+#[test]
+fn power_loss_after_a_dropped_scan_resumed_on_the_same_handle_resumes_exactly() {
+    power_loss_at_every_point(Case {
+        drop_after: Some(5),
+        ..case(StoreOptions::new().fold_every(4))
+    });
+}
+
+#[test]
+fn the_shared_mode_syncs_once_per_page_and_folds_cost_two() {
+    // Pages 1..=9 of a 10-page run, folded every 4 records: 9 appends, two folds, the begin
+    // and the finish commits.
+    let c = case(StoreOptions::new().fold_every(4));
+    let disk = SimDisk::new();
+    let mut store = Store::open_simulated(&disk, c.options).expect("open");
+    let opened = disk.syncs();
+    let contract = contract(&c);
+    let (mut w, _) = store.begin(&contract, 0).expect("begin");
+    let begun = disk.syncs();
+    let mut rec = Reconciler::new(&contract);
+    let mut src = sim(&c);
+    let rt = runtime();
+    let mut per_page = Vec::new();
+    for i in 0..9u32 {
+        let req = crate::source::PageRequest {
+            request: rec.next_request().cloned().expect("next"),
+            page_size: 20,
+            snapshot: None,
+            query: contract.scope.query.clone(),
+        };
+        let page = rt
+            .block_on(crate::source::PageSource::fetch(&mut src, &req))
+            .expect("page");
+        let before = disk.syncs();
+        let seen = rec.observe(&page);
+        w.checkpoint(&rec, seen.delta).expect("checkpoint");
+        per_page.push(disk.syncs() - before);
+        assert_eq!(w.pending_pages(), 0, "page {i} acknowledged");
+    }
+    drop(w);
+    drop(store);
+    let redb_commit = begun - opened;
+    // Pages 4 and 8 fold: one append and one commit of the store (two syncs, three when
+    // redb grows the file); every other page one sync (the first also creates the journal
+    // and syncs the directory).
+    assert_eq!(
+        redb_commit, 2,
+        "a commit in the shared mode costs two syncs"
+    );
+    assert_eq!(per_page[0], 2, "{per_page:?}");
+    for (i, n) in per_page.iter().enumerate().skip(1) {
+        if (i + 1) % 4 == 0 {
+            assert!((3..=4).contains(n), "page {}: {per_page:?}", i + 1);
+        } else {
+            assert_eq!(*n, 1, "page {}: {per_page:?}", i + 1);
+        }
+    }
+}
+
+fn plain_page(i: u64) -> crate::contract::Page {
+    crate::contract::Page {
+        items: (i * 10..(i + 1) * 10)
+            .map(crate::contract::Item::int)
+            .collect(),
+        next: Some(format!("c{}", i + 1)),
+        size_bytes: 80,
+        ..crate::contract::Page::default()
+    }
+}
+
+#[test]
+fn records_a_clean_close_could_not_fold_are_read_through_a_copy_and_folded_by_the_next_writer() {
+    // redb reports nothing to repair here (the file was closed cleanly), yet the journal holds
+    // acknowledged pages: a reader must find them without writing, and the next writer fold
+    // them.
+    let disk = SimDisk::new();
+    let options = StoreOptions::new();
+    let mut store = Store::open_simulated(&disk, options).expect("open");
+    let c = Contract::new("a");
+    let mut rec = Reconciler::new(&c);
+    let (mut w, _) = store.begin(&c, 0).expect("begin");
+    for i in 0..3 {
+        let seen = rec.observe(&plain_page(i));
+        w.checkpoint(&rec, seen.delta).expect("checkpoint");
+        assert_eq!(w.pending_pages(), 0);
+    }
+    drop(w);
+    // As after a failed commit: the store is poisoned, so it closes without folding.
+    store
+        .poisoned
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(store);
+    assert!(!disk.writer_alive() && disk.journal_exists());
+    let before = disk.ops();
+    let reader = Store::open_read_simulated(&disk).expect("reader");
+    assert!(
+        reader.reads_recovered_copy(),
+        "the reader folds into a copy"
+    );
+    check_run(&reader, RunId(1), 3, "reader");
+    assert_eq!(
+        reader
+            .read()
+            .expect("read")
+            .ids(RunId(1))
+            .expect("ids")
+            .len(),
+        30
+    );
+    drop(reader);
+    assert_eq!(disk.ops(), before, "the reader wrote the disk");
+    let writer = Store::open_simulated(&disk, options).expect("writer");
+    check_run(&writer, RunId(1), 3, "writer");
+    drop(writer);
+    // Folded and closed: nothing left for a reader to copy.
+    let reader = Store::open_read_simulated(&disk).expect("reader");
+    assert!(!reader.reads_recovered_copy());
+    check_run(&reader, RunId(1), 3, "reader after the fold");
+}
+
+#[test]
+fn a_journal_of_another_store_is_set_aside_and_a_stale_one_never_applies() {
+    // Two stores on two disks; the second's journal beside the first store.
+    let a = SimDisk::new();
+    let b = SimDisk::new();
+    for disk in [&a, &b] {
+        let mut store = Store::open_simulated(disk, StoreOptions::new()).expect("open");
+        let c = Contract::new("x");
+        let mut rec = Reconciler::new(&c);
+        let (mut w, _) = store.begin(&c, 0).expect("begin");
+        for i in 0..2 {
+            let seen = rec.observe(&plain_page(i));
+            w.checkpoint(&rec, seen.delta).expect("checkpoint");
+        }
+        drop(w);
+        store
+            .poisoned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(store);
+    }
+    // A reader of `a` with `b`'s journal: foreign, nothing applies, nothing is written.
+    let mixed = a.with_journal_of(&b);
+    let before = mixed.ops();
+    let reader = Store::open_read_simulated(&mixed).expect("reader");
+    assert!(!reader.reads_recovered_copy());
+    check_run(&reader, RunId(1), 0, "foreign journal");
+    assert_eq!(
+        reader
+            .read()
+            .expect("read")
+            .header(RunId(1))
+            .expect("header")
+            .pages_observed,
+        0
+    );
+    drop(reader);
+    assert_eq!(mixed.ops(), before);
+    // A writer sets it aside and goes on; its own journal then works as usual.
+    let writer = Store::open_simulated(&mixed, StoreOptions::new()).expect("writer");
+    assert_eq!(
+        writer
+            .read()
+            .expect("read")
+            .header(RunId(1))
+            .expect("header")
+            .pages_observed,
+        0
+    );
+    drop(writer);
+    // `a`'s own journal, once `a` has committed past it, is stale: the run goes on and
+    // finishes, and then the old records beside it must not take it back.
+    let old_journal = a.after_crash(Loss::Prefix { keep: 1, of: 1 });
+    let mut store = Store::open_simulated(&a, StoreOptions::new()).expect("fold a");
+    check_run(&store, RunId(1), 2, "a folded");
+    let (mut w, loaded) = store.resume(RunId(1), &Raise::default()).expect("resume");
+    let mut rec = loaded.reconciler;
+    let seen = rec.observe(&plain_page(2));
+    w.checkpoint(&rec, seen.delta).expect("checkpoint");
+    w.finish(&rec, 1).expect("finish");
+    drop(store);
+    let stale = a.with_journal_of(&old_journal);
+    for reader in [true, false] {
+        let s = if reader {
+            Store::open_read_simulated(&stale).expect("reader")
+        } else {
+            Store::open_simulated(&stale, StoreOptions::new()).expect("writer")
+        };
+        check_run(&s, RunId(1), 3, "beside a stale journal");
+        let h = s.read().expect("read").header(RunId(1)).expect("header");
+        assert_eq!((h.pages_observed, h.state), (3, RunState::Finished));
+    }
 }

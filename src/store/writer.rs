@@ -13,6 +13,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::backend::Liveness;
 use super::error::{Failure, WriteError};
+use super::journal;
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
     CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN,
@@ -34,6 +35,7 @@ pub(crate) struct NewRun {
     pub(crate) source_spec: Option<String>,
 }
 
+/// What the run changed since the last commit to redb.
 #[derive(Debug, Default)]
 struct Pending {
     pages: Vec<PageLog>,
@@ -41,6 +43,29 @@ struct Pending {
     label_partitions: BTreeSet<(u32, u64)>,
     interned: Vec<(u64, String)>,
     content_leaves: BTreeSet<u64>,
+}
+
+/// What the run changed since the last journal record (journaled stores only).
+#[derive(Debug, Default)]
+struct Unjournaled {
+    pages: Vec<PageLog>,
+    ids: Vec<u64>,
+    label_ids: Vec<(u32, u64)>,
+    interned: Vec<(u64, String)>,
+    content_leaves: BTreeSet<u64>,
+}
+
+impl Unjournaled {
+    fn add(&mut self, delta: &Delta) {
+        if let Some(p) = &delta.page {
+            self.pages.push(p.clone());
+        }
+        self.ids.extend_from_slice(&delta.ids);
+        self.label_ids.extend_from_slice(&delta.label_ids);
+        self.interned.extend(delta.interned.iter().cloned());
+        self.content_leaves
+            .extend(delta.content_leaves.iter().copied());
+    }
 }
 
 /// The writer of one run. Dropping it discards its uncommitted pages and nothing else.
@@ -55,6 +80,8 @@ pub struct RunWriter<'s> {
     restarted_from: Option<RunId>,
     server_count: Option<u64>,
     pending: Pending,
+    /// `Some` when the store journals checkpoints (shared mode on a file).
+    unjournaled: Option<Unjournaled>,
     _liveness: Option<Liveness>,
 }
 
@@ -99,6 +126,7 @@ impl<'s> RunWriter<'s> {
         server_count: Option<u64>,
     ) -> RunWriter<'s> {
         let liveness = Liveness::take(store.engine.path(), run.0);
+        let unjournaled = store.journaled().then(Unjournaled::default);
         RunWriter {
             run,
             scope: ScopeKey::of(&new.contract),
@@ -109,6 +137,7 @@ impl<'s> RunWriter<'s> {
             restarted_from: new.restarted_from,
             server_count,
             pending: Pending::default(),
+            unjournaled,
             _liveness: liveness,
             store,
         }
@@ -120,20 +149,36 @@ impl<'s> RunWriter<'s> {
         self.run
     }
 
+    /// Syncs (`fdatasync`) issued through the store so far ([`super::Store::syncs`]).
+    #[must_use]
+    pub fn syncs(&self) -> u64 {
+        self.store.syncs()
+    }
+
     /// Pages observed but not yet durable.
     #[must_use]
     pub fn pending_pages(&self) -> usize {
-        self.pending.pages.len()
+        match &self.unjournaled {
+            Some(u) => u.pages.len(),
+            None => self.pending.pages.len(),
+        }
     }
 
-    /// Records what one observation changed; commits (durably) when the group-commit budget is
-    /// reached, and at once when the run's state changed without a page (a failure, a limit, a
-    /// policy switch) or the run finished.
+    /// Records what one observation changed and makes it durable when the group-commit budget
+    /// is reached (at once when the run's state changed without a page: a failure, a limit, a
+    /// policy switch; or when the run finished).
+    ///
+    /// Durable means, on a journaled store (the default shared mode), one record appended to
+    /// the page journal and synced, folded into the store's tables every so often (readers in
+    /// other processes see the last fold); otherwise one commit of the store.
     ///
     /// # Errors
-    /// `WriteError` when the commit fails; the store then refuses writes until reopened.
+    /// `WriteError` when the write fails; the store then refuses writes until reopened.
     pub fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), WriteError> {
         let page_seen = delta.page.is_some();
+        if let Some(u) = &mut self.unjournaled {
+            u.add(&delta);
+        }
         if let Some(p) = delta.page {
             self.pending.pages.push(p);
         }
@@ -142,10 +187,63 @@ impl<'s> RunWriter<'s> {
         self.pending.interned.extend(delta.interned);
         self.pending.content_leaves.extend(delta.content_leaves);
         let every = self.store.options.checkpoint_every_pages.max(1) as usize;
-        if !page_seen || rec.is_finished() || self.pending.pages.len() >= every {
+        if !page_seen {
+            return self.commit(rec);
+        }
+        if !rec.is_finished() && self.pending_pages() < every {
+            return Ok(());
+        }
+        if self.unjournaled.is_none() {
+            return self.commit(rec);
+        }
+        if !self.append(rec)? || self.store.fold_due() {
+            // Not journaled (a record too large for the journal), or time to fold.
             self.commit(rec)?;
         }
         Ok(())
+    }
+
+    /// Appends what changed since the last record to the journal, synced; `false` when it
+    /// was not journaled (what it held is still pending, for a commit).
+    fn append(&mut self, rec: &Reconciler) -> Result<bool, WriteError> {
+        let Some(u) = self.unjournaled.take() else {
+            return Ok(false);
+        };
+        let record = self.journal_record(rec, u);
+        self.unjournaled = Some(Unjournaled::default());
+        self.store.append_journal(record)
+    }
+
+    /// The redo record of what changed since the last one.
+    fn journal_record(&self, rec: &Reconciler, mut u: Unjournaled) -> journal::Record {
+        let (run_record, sealed) = self.run_record(rec, StoredState::Running, None);
+        u.ids.sort_unstable();
+        u.ids.dedup();
+        let mut r = journal::Record {
+            run: self.run.0,
+            pages: u
+                .pages
+                .iter()
+                .map(|pl| (pl.page_idx, records::encode_page(pl).to_vec()))
+                .collect(),
+            label_ids: u.label_ids,
+            scope: if u.interned.is_empty() {
+                Vec::new()
+            } else {
+                self.scope.as_bytes().to_vec()
+            },
+            interned: u.interned,
+            content: u
+                .content_leaves
+                .iter()
+                .filter_map(|leaf| rec.content().get(leaf).map(|a| (*leaf, a.0.to_vec())))
+                .collect(),
+            cursor: sealed.map(|s| (s, self.cursor_key.to_vec())),
+            run_record,
+            ..journal::Record::default()
+        };
+        r.set_ids(&u.ids);
+        r
     }
 
     /// Records the server-side count of a `count`-mode run (written with the next commit).
@@ -164,6 +262,9 @@ impl<'s> RunWriter<'s> {
         }
         self.store.commit(txn)?;
         self.pending = Pending::default();
+        if self.unjournaled.is_some() {
+            self.unjournaled = Some(Unjournaled::default());
+        }
         Ok(())
     }
 
@@ -217,6 +318,54 @@ impl<'s> RunWriter<'s> {
         Ok(RunWriter::open(store, run, new, key, None))
     }
 
+    /// The run record as of `rec`, encoded, and the sealed request to continue from when one
+    /// is kept.
+    fn run_record(
+        &self,
+        rec: &Reconciler,
+        state: StoredState,
+        finished_at_ms: Option<u64>,
+    ) -> (Vec<u8>, Option<Vec<u8>>) {
+        let p = rec.progress();
+        let ids = rec.ids();
+        let done = state != StoredState::Running;
+        // The raw request is kept (encrypted) only while a resume may still need it.
+        let keep_request = self.store.options.keep_cursors
+            && state != StoredState::Superseded
+            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
+        let sealed = if keep_request {
+            p.next
+                .as_ref()
+                .and_then(|r| records::seal_request(r, &self.cursor_key))
+        } else {
+            None
+        };
+        let mut progress = p.clone();
+        progress.next = (p.next == Some(Request::First)).then_some(Request::First);
+        let record = RunRecord {
+            contract_json: self.contract.to_value().to_string(),
+            state,
+            started_at_ms: self.started_at_ms,
+            finished_at_ms,
+            restarts: self.restarts,
+            restarted_from: self.restarted_from.map(|r| r.0),
+            superseded_by: None,
+            server_count: self.server_count,
+            source_spec: self.store.source_spec.clone(),
+            next_kind: if keep_request || p.next == Some(Request::First) {
+                records::next_kind(p.next.as_ref())
+            } else {
+                0
+            },
+            progress,
+            unique_ids: ids.len(),
+            partitions: ids.partition_count() as u64,
+            merkle_root: done.then(|| run_root(rec)),
+            status: rec.status(),
+        };
+        (records::encode_run(&record), sealed)
+    }
+
     /// Writes pending pages, changed bitmaps, new strings, the request and the run record.
     fn write_state(
         &self,
@@ -227,7 +376,6 @@ impl<'s> RunWriter<'s> {
     ) -> Result<(), Failure> {
         let engine = &self.store.engine;
         let run = self.run.0;
-        let p = rec.progress();
         let ids = rec.ids();
         // Encode outside the engine calls: our own work is never inside `contain`.
         let id_rows: Vec<(u64, Vec<u8>)> = self
@@ -269,47 +417,9 @@ impl<'s> RunWriter<'s> {
             .map(|(id, s)| (*id, s.as_str(), records::encode_interned(s)))
             .collect();
         let done = state != StoredState::Running;
-        // The raw request is kept (encrypted) only while a resume may still need it.
-        let keep_request = self.store.options.keep_cursors
-            && state != StoredState::Superseded
-            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
-        let sealed = if keep_request {
-            p.next
-                .as_ref()
-                .and_then(|r| records::seal_request(r, &self.cursor_key))
-        } else {
-            None
-        };
-        let (leaves, merkle_root) = if done {
-            let leaves = digest::leaves(ids);
-            (Some(leaves), Some(run_root(rec)))
-        } else {
-            (None, None)
-        };
-        let mut progress = p.clone();
-        progress.next = (p.next == Some(Request::First)).then_some(Request::First);
-        let record = RunRecord {
-            contract_json: self.contract.to_value().to_string(),
-            state,
-            started_at_ms: self.started_at_ms,
-            finished_at_ms,
-            restarts: self.restarts,
-            restarted_from: self.restarted_from.map(|r| r.0),
-            superseded_by: None,
-            server_count: self.server_count,
-            source_spec: self.store.source_spec.clone(),
-            next_kind: if keep_request || p.next == Some(Request::First) {
-                records::next_kind(p.next.as_ref())
-            } else {
-                0
-            },
-            progress,
-            unique_ids: ids.len(),
-            partitions: ids.partition_count() as u64,
-            merkle_root,
-            status: rec.status(),
-        };
-        let record_bytes = records::encode_run(&record);
+        let (record_bytes, sealed) = self.run_record(rec, state, finished_at_ms);
+        let leaves = done.then(|| digest::leaves(ids));
+
         let scope = self.scope.as_bytes().to_vec();
         let cursor_key = self.cursor_key;
         engine.contain("write a checkpoint", || -> Result<(), redb::Error> {

@@ -11,6 +11,7 @@ mod hostile_text;
 #[cfg(feature = "http")]
 mod http;
 mod inputs;
+mod journal;
 mod library;
 #[cfg(feature = "mcp")]
 mod mcp;
