@@ -26,6 +26,7 @@ mod lists;
 mod locate;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod migration;
 mod output;
 mod report;
 mod runs;
@@ -216,14 +217,22 @@ pub(crate) enum Command {
         /// The receipt file (JSON, as `--json scan` or `--json receipt` print it).
         receipt_file: PathBuf,
     },
-    /// Compare the IDs of two runs of one (source, tenant): added, removed, where.
+    /// Compare the IDs of two runs of one (source, tenant): added, removed, where; with
+    /// --across two collections (a migration's source and target), with --content their
+    /// records' content digests.
+    #[command(after_help = "Examples:\n  scanledger diff run-1 run-2 --all\n  \
+        scanledger diff run-1 run-1 --other-store target.redb --across --content --reread")]
     Diff {
         /// The old run (run-N, N or latest).
         old: RunArg,
-        /// The new run (run-N, N or latest).
+        /// The new run (run-N, N or latest; in --other-store if given).
         new: RunArg,
         #[command(flatten)]
         list: lists::ListOpts,
+        #[command(flatten)]
+        cross: migration::CrossOpts,
+        #[command(flatten)]
+        content: migration::ContentOpts,
     },
     /// List the IDs a reference has and a run lacks, as ranges with a total.
     #[command(
@@ -241,7 +250,12 @@ pub(crate) enum Command {
         range: Option<String>,
         #[command(flatten)]
         list: lists::ListOpts,
+        #[command(flatten)]
+        cross: migration::CrossOpts,
     },
+    /// Verify a migration: one verdict over the scans of its source and target collections.
+    #[command(subcommand)]
+    Migration(MigrationCommand),
     /// Write a run's IDs (or a label's) in their original form, one per line in codec order,
     /// or as a portable 64-bit roaring bitmap. Exits with the run's status (0, 3, 4) so that
     /// a partial run's export is never taken for a complete inventory.
@@ -351,6 +365,20 @@ pub(crate) enum McpCommand {
 }
 
 /// Options of the commands that write.
+#[derive(Debug, Subcommand)]
+pub(crate) enum MigrationCommand {
+    /// One verdict binding both runs' receipts: `verified` (exit 0) only when both are
+    /// verified inventories, their ID sets are equal but for exactly the declared exclusions
+    /// and, with --content, every record's content agrees; else `unknown` (3) or `failed` (4),
+    /// with the missing, extra and changed IDs and what to run next.
+    #[command(
+        after_help = "Examples:\n  scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
+        --other-store pg.redb --content\n  \
+        scanledger migration verify --from run-1 --to run-2 --content --reread --exclude excluded.txt"
+    )]
+    Verify(migration::VerifyArgs),
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct WriteOpts {
     /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every
@@ -442,13 +470,21 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
         Command::Delete { run } => runs::delete(out, run),
         Command::Compact => runs::compact(out),
         Command::Verify { receipt_file } => evidence::verify(out, &receipt_file),
-        Command::Diff { old, new, list } => lists::diff(out, old, new, &list),
+        Command::Diff {
+            old,
+            new,
+            list,
+            cross,
+            content,
+        } => lists::diff(out, old, new, &list, &cross, &content),
         Command::Missing {
             run,
             against,
             range,
             list,
-        } => lists::missing(out, run, against, range.as_deref(), &list),
+            cross,
+        } => lists::missing(out, run, against, range.as_deref(), &list, &cross),
+        Command::Migration(MigrationCommand::Verify(args)) => migration::verify(out, &args),
         Command::Export {
             run,
             format,

@@ -63,8 +63,8 @@ pub use token::TokenError;
 
 pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, now_ms, resume, resume_with, scan, scan_with, IncompleteRead, Inventory, MemoryLog,
-    RunLog, ScanResult,
+    collect, now_ms, reread_contents, resume, resume_with, scan, scan_with, IncompleteRead,
+    Inventory, MemoryLog, Reread, RunLog, ScanResult,
 };
 pub use contract::{
     Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, Limits, Mode, Page, RawId, Scope,
@@ -75,8 +75,10 @@ pub use contract::{
 };
 pub use error::{ContractError, Error, FileError, Result, SourceError};
 pub use evidence::{
-    comparable_of, diff, diff_runs, page_of_run, verify, verify_receipt, Diff, DiffError, FoundIn,
-    Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff, RunPage,
+    changed_ids, comparable_across, comparable_of, content_diff, diff, diff_across, diff_runs,
+    differing_content_leaves, int_accumulators, page_of_run, verify, verify_receipt, ContentDiff,
+    Diff, DiffError, FoundIn, Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff,
+    RunPage,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::read_text as read_bounded;
@@ -99,7 +101,7 @@ pub use source::HttpSource;
 pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
-    PROVENANCE_MARK,
+    KEY_RANGES_MAX, PROVENANCE_MARK,
 };
 #[cfg(feature = "mcp")]
 pub use source::{McpConfig, McpList, McpSource};

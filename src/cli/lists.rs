@@ -12,8 +12,9 @@ use scanledger::{
     partition_of, IdCodecKind, IdSet, Renderer, RunHeader, Snapshot, Status, RANGES_SHOWN_MAX,
 };
 
+use super::migration::{self, ContentOpts, CrossOpts, Stores};
 use super::output::{count, range_words};
-use super::{open_read, CliError, Out, RunArg};
+use super::{CliError, Out, RunArg};
 
 /// Ranges rendered per dictionary lookup when every range is written.
 const RENDER_CHUNK: usize = 4096;
@@ -49,7 +50,7 @@ impl List {
 }
 
 /// Renders ranges as `"FIRST..LAST"` strings, looking up string IDs a chunk at a time.
-fn render(
+pub(crate) fn render(
     snap: &Snapshot<'_>,
     header: &RunHeader,
     ranges: &[(u64, u64)],
@@ -127,7 +128,7 @@ fn shown<'a>(list: &'a List, opts: &ListOpts) -> &'a [(u64, u64)] {
     }
 }
 
-fn more(shown: usize, total: usize) -> String {
+pub(crate) fn more(shown: usize, total: usize) -> String {
     if shown < total {
         format!(" and {} more (--all lists them)", total - shown)
     } else {
@@ -136,7 +137,7 @@ fn more(shown: usize, total: usize) -> String {
 }
 
 /// The ranges as a line of text, single IDs alone.
-fn line_of(rendered: &[String]) -> String {
+pub(crate) fn line_of(rendered: &[String]) -> String {
     rendered
         .iter()
         .map(|r| range_words(&scanledger::terminal_safe(r)))
@@ -144,12 +145,32 @@ fn line_of(rendered: &[String]) -> String {
         .join(", ")
 }
 
-/// `diff OLD NEW [--all] [--output FILE]`.
-pub(crate) fn diff(out: &Out, old: RunArg, new: RunArg, opts: &ListOpts) -> Result<i32, CliError> {
-    let store = open_read(out)?;
-    let snap = store.read()?;
-    let (old, new) = (old.resolve(&snap)?, new.resolve(&snap)?);
-    let rd = scanledger::diff_runs(&snap, old, new)?;
+/// `diff OLD NEW [--all] [--output FILE] [--across] [--other-store FILE] [--content [--reread]]`.
+pub(crate) fn diff(
+    out: &Out,
+    old: RunArg,
+    new: RunArg,
+    opts: &ListOpts,
+    cross: &CrossOpts,
+    content: &ContentOpts,
+) -> Result<i32, CliError> {
+    let stores = Stores::open(out, cross.other_store.as_deref())?;
+    let snap = stores.main.read()?;
+    let other_snap = match &stores.other {
+        Some(s) => Some(s.read()?),
+        None => None,
+    };
+    let new_snap = other_snap.as_ref().unwrap_or(&snap);
+    let (old, new) = (old.resolve(&snap)?, new.resolve(new_snap)?);
+    let rd = migration::id_diff(
+        &snap,
+        old,
+        new_snap,
+        new,
+        cross.across,
+        stores.other.is_some(),
+    )?;
+    let crossing = cross.across || stores.other.is_some();
     let added = List::of("added", rd.diff.added.ranges().collect());
     let removed = List::of("removed", rd.diff.removed.ranges().collect());
     let parts = &rd.diff.partitions_differing;
@@ -158,15 +179,121 @@ pub(crate) fn diff(out: &Out, old: RunArg, new: RunArg, opts: &ListOpts) -> Resu
     } else {
         parts.len().min(RANGES_SHOWN_MAX)
     }];
-    let added_shown = render(&snap, &rd.new, shown(&added, opts))?;
-    let removed_shown = render(&snap, &rd.new, shown(&removed, opts))?;
+    let added_shown = render(new_snap, &rd.new, shown(&added, opts))?;
+    let removed_shown = render(&snap, &rd.old, shown(&removed, opts))?;
     if let Some(path) = &opts.output {
-        let a = render(&snap, &rd.new, &added.ranges)?;
-        let r = render(&snap, &rd.new, &removed.ranges)?;
+        refuse_store_as_output(stores.other_path(out), path)?;
+        let a = render(new_snap, &rd.new, &added.ranges)?;
+        let r = render(&snap, &rd.old, &removed.ranges)?;
         write_file(out, path, &out.store, &[(&added, a), (&removed, r)])?;
     }
+    let want_content = content.content || content.reread;
+    let mut content_json = serde_json::Value::Null;
+    let mut content_text = String::new();
+    if want_content {
+        let cd = migration::content_of(&snap, old, new_snap, new)?;
+        for (h, has) in [(&rd.old, cd.old_has_content), (&rd.new, cd.new_has_content)] {
+            if !has {
+                return Err(CliError::usage(format!(
+                    "{} has no content digests: its source config names no content columns",
+                    h.run_id
+                ))
+                .with_field("--content")
+                .with_hint("name the same `content` columns in both source configs and scan again (docs/guide-migration.md)"));
+            }
+        }
+        let leaves = &cd.leaves_differing;
+        let leaves_shown = &leaves[..if opts.all {
+            leaves.len()
+        } else {
+            leaves.len().min(RANGES_SHOWN_MAX)
+        }];
+        let mut reread_json = serde_json::Value::Null;
+        if leaves.is_empty() {
+            content_text = format!(
+                "\n  {:<10} the same in every one of {}",
+                "content",
+                count(cd.leaves_compared, "partition", "partitions")
+            );
+        } else {
+            let idx: Vec<String> = leaves_shown.iter().map(|p| format!("#{p}")).collect();
+            content_text = format!(
+                "\n  {:<10} differs in {}: {}{}",
+                "content",
+                count(leaves.len() as u64, "partition", "partitions"),
+                idx.join(", "),
+                more(leaves_shown.len(), leaves.len())
+            );
+        }
+        if content.reread {
+            let r = migration::reread(&rd, &snap, new_snap, leaves, content)?;
+            let rn = Renderer::for_ids(
+                new_snap,
+                &rd.new,
+                r.changed.iter().take(if opts.all {
+                    usize::MAX
+                } else {
+                    migration::IDS_SHOWN_MAX
+                }),
+            )?;
+            if !leaves.is_empty() {
+                let words: Vec<String> = r
+                    .changed
+                    .iter()
+                    .take(if opts.all {
+                        usize::MAX
+                    } else {
+                        migration::IDS_SHOWN_MAX
+                    })
+                    .map(|id| scanledger::terminal_safe(&rn.render(id)).into_owned())
+                    .collect();
+                let total = usize::try_from(r.changed.len()).unwrap_or(usize::MAX);
+                content_text.push_str(&format!(
+                    "\n  {:<10} {} re-read from both sources: {}{}{}",
+                    "changed",
+                    count(leaves.len() as u64, "partition", "partitions"),
+                    count(r.changed.len(), "record", "records"),
+                    if words.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", words.join(", "))
+                    },
+                    more(words.len(), total)
+                ));
+                for (side, p) in &r.unreproduced {
+                    let run = if *side == "old" {
+                        rd.old.run_id
+                    } else {
+                        rd.new.run_id
+                    };
+                    content_text.push_str(&format!(
+                        "\n  note: partition #{p} of {run} re-read differently from its scan (the source changed since): its changes are not listed"
+                    ));
+                }
+                for (side, why) in &r.failed {
+                    let run = if *side == "old" {
+                        rd.old.run_id
+                    } else {
+                        rd.new.run_id
+                    };
+                    content_text.push_str(&format!(
+                        "\n  note: the re-read of {run}'s source did not verify: {}",
+                        scanledger::terminal_safe(why)
+                    ));
+                }
+            }
+            reread_json = r.json(&rn, opts.all);
+        }
+        content_json = serde_json::json!({
+            "equal": leaves.is_empty(),
+            "leaves_compared": cd.leaves_compared,
+            "partitions_differing": leaves_shown,
+            "partitions_differing_total": leaves.len(),
+            "reread": reread_json,
+        });
+    }
     if out.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "old_run": rd.old.run_id.to_string(),
             "new_run": rd.new.run_id.to_string(),
             "source": rd.new.contract.scope.source,
@@ -185,26 +312,53 @@ pub(crate) fn diff(out: &Out, old: RunArg, new: RunArg, opts: &ListOpts) -> Resu
             "partitions_loaded": rd.partitions_loaded,
             "output": opts.output.as_ref().map(|p| p.display().to_string()),
         });
+        if let Some(obj) = v.as_object_mut() {
+            if crossing {
+                obj.insert(
+                    "old".into(),
+                    migration::side_json(&snap, &rd.old, &out.store)?,
+                );
+                obj.insert(
+                    "new".into(),
+                    migration::side_json(new_snap, &rd.new, stores.other_path(out))?,
+                );
+            }
+            if want_content {
+                obj.insert("content".into(), content_json);
+            }
+        }
         out.json_value(&v)?;
         return Ok(0);
     }
-    let scope = format!(
-        "{} / {}",
-        scanledger::terminal_safe(&rd.new.contract.scope.source),
-        scanledger::terminal_safe(rd.new.contract.scope.tenant.as_deref().unwrap_or("-"))
-    );
+    let scope = migration::scope_words(&rd.new);
+    let (old_words, new_words) = if crossing {
+        (
+            format!(
+                "{} ({}, snapshot {})",
+                rd.old.run_id,
+                migration::scope_words(&rd.old),
+                migration::snapshot_words(&rd.old)
+            ),
+            format!(
+                "{} ({scope}, snapshot {})",
+                rd.new.run_id,
+                migration::snapshot_words(&rd.new)
+            ),
+        )
+    } else {
+        (
+            rd.old.run_id.to_string(),
+            format!("{} ({scope})", rd.new.run_id),
+        )
+    };
     let mut text = if rd.diff.is_empty() {
         format!(
-            "{} and {} ({scope}) hold the same {}",
-            rd.old.run_id,
-            rd.new.run_id,
+            "{old_words} and {new_words} hold the same {}",
             count(rd.new.unique_ids_observed, "ID", "IDs")
         )
     } else {
         let mut s = format!(
-            "{} -> {} ({scope}): {} added, {} removed, in {}",
-            rd.old.run_id,
-            rd.new.run_id,
+            "{old_words} -> {new_words}: {} added, {} removed, in {}",
             rd.diff.added_count(),
             rd.diff.removed_count(),
             count(parts.len() as u64, "partition", "partitions"),
@@ -233,6 +387,7 @@ pub(crate) fn diff(out: &Out, old: RunArg, new: RunArg, opts: &ListOpts) -> Resu
         ));
         s
     };
+    text.push_str(&content_text);
     for h in [&rd.old, &rd.new] {
         if h.coverage_status != Status::Verified {
             text.push_str(&format!(
@@ -338,15 +493,35 @@ pub(crate) fn missing(
     against: Option<RunArg>,
     range: Option<&str>,
     opts: &ListOpts,
+    cross: &CrossOpts,
 ) -> Result<i32, CliError> {
-    let store = open_read(out)?;
-    let snap = store.read()?;
+    let stores = Stores::open(out, cross.other_store.as_deref())?;
+    let snap = stores.main.read()?;
+    let other_snap = match &stores.other {
+        Some(s) => Some(s.read()?),
+        None => None,
+    };
+    let ref_snap = other_snap.as_ref().unwrap_or(&snap);
     let run = run.resolve(&snap)?;
+    // Ranges of a reference's IDs this run lacks are rendered in the reference's own terms.
+    let mut render_in_reference: Option<RunHeader> = None;
+    let mut crossing: Option<(RunHeader, RunHeader)> = None;
     let (header, reference, list) = match (against, range) {
         (Some(other), None) => {
-            let other = other.resolve(&snap)?;
-            let rd = scanledger::diff_runs(&snap, run, other)?;
+            let other = other.resolve(ref_snap)?;
+            let rd = migration::id_diff(
+                &snap,
+                run,
+                ref_snap,
+                other,
+                cross.across,
+                stores.other.is_some(),
+            )?;
             let list = List::of("missing", rd.diff.added.ranges().collect());
+            render_in_reference = Some(rd.new.clone());
+            if cross.across || stores.other.is_some() {
+                crossing = Some((rd.old.clone(), rd.new.clone()));
+            }
             (rd.old, other.to_string(), list)
         }
         (None, Some(text)) => {
@@ -362,13 +537,20 @@ pub(crate) fn missing(
                 )))
         }
     };
-    let rendered = render(&snap, &header, shown(&list, opts))?;
+    // The missing IDs are the reference's (for `string` IDs across scopes, only its
+    // dictionary has them); within one scope both dictionaries are one.
+    let (list_snap, list_header) = match &render_in_reference {
+        Some(h) => (ref_snap, h),
+        None => (&snap, &header),
+    };
+    let rendered = render(list_snap, list_header, shown(&list, opts))?;
     if let Some(path) = &opts.output {
-        let every = render(&snap, &header, &list.ranges)?;
+        refuse_store_as_output(stores.other_path(out), path)?;
+        let every = render(list_snap, list_header, &list.ranges)?;
         write_file(out, path, &out.store, &[(&list, every)])?;
     }
     if out.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "run_id": header.run_id.to_string(),
             "reference": reference,
             "coverage_status": header.coverage_status,
@@ -377,20 +559,42 @@ pub(crate) fn missing(
             "missing_ranges_total": list.ranges.len(),
             "output": opts.output.as_ref().map(|p| p.display().to_string()),
         });
+        if let (Some((a, b)), Some(obj)) = (&crossing, v.as_object_mut()) {
+            obj.insert("run".into(), migration::side_json(&snap, a, &out.store)?);
+            obj.insert(
+                "against".into(),
+                migration::side_json(ref_snap, b, stores.other_path(out))?,
+            );
+        }
         out.json_value(&v)?;
         return Ok(0);
     }
     let reference = if range.is_some() {
         format!("the range {}", scanledger::terminal_safe(&reference))
+    } else if let Some((_, b)) = &crossing {
+        format!(
+            "{reference} ({}, snapshot {})",
+            migration::scope_words(b),
+            migration::snapshot_words(b)
+        )
     } else {
         reference
     };
+    let run_words = match &crossing {
+        Some((a, _)) => format!(
+            "{} ({}, snapshot {})",
+            a.run_id,
+            migration::scope_words(a),
+            migration::snapshot_words(a)
+        ),
+        None => header.run_id.to_string(),
+    };
     let mut text = if list.ranges.is_empty() {
-        format!("{} lacks nothing that {reference} has", header.run_id)
+        format!("{} lacks nothing that {reference} has", run_words)
     } else {
         format!(
             "{} lacks {} that {reference} has, in {}:\n  {}{}",
-            header.run_id,
+            run_words,
             count(list.ids_total, "ID", "IDs"),
             count(list.ranges.len() as u64, "range", "ranges"),
             line_of(&rendered),

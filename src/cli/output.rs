@@ -131,7 +131,7 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> CliError {
 }
 
 /// A word as a POSIX shell reads it back: quoted when it holds anything but plain characters.
-fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=+@%,".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
         s.to_owned()

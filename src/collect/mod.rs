@@ -23,6 +23,9 @@ use crate::source::{PageRequest, PageSource};
 use crate::store::{LoadedRun, Raise, RunWriter, Store};
 
 mod fetch;
+mod reread;
+
+pub use reread::{reread_contents, Reread};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

@@ -4,6 +4,7 @@
 //! Every function here reads through one `Snapshot`, so a concurrent scan never shows it a
 //! torn state. The pure modules do no IO; the functions below only read the store.
 
+mod across;
 pub mod diff;
 mod page;
 mod render;
@@ -12,6 +13,10 @@ pub mod verify;
 use crate::receipt::{Receipt, RunId};
 use crate::store::{ReadError, RunHeader, Snapshot};
 
+pub use across::{
+    changed_ids, comparable_across, content_diff, diff_across, differing_content_leaves,
+    int_accumulators, ContentDiff,
+};
 pub use diff::{Diff, NotComparable, RangeList};
 pub use page::{page_of_run, PageRunError, RunPage};
 pub use render::Renderer;

@@ -234,6 +234,13 @@ impl MysqlConfig {
         })
     }
 
+    /// Narrows the scope to integer keys in `ranges` (ascending, disjoint, inclusive): the
+    /// config's `where`, `AND` the ranges (see `source::key_ranges_sql`).
+    pub fn narrow_to_keys(&mut self, ranges: &[(u64, u64)]) {
+        let ranges = crate::source::key_ranges_sql(&super::sql::quote(&self.key), ranges);
+        self.where_sql = Some(crate::source::narrowed(self.where_sql.as_deref(), &ranges));
+    }
+
     /// `mysql://USER@HOST:PORT/DB` without the password, for logs and `Debug`.
     #[must_use]
     pub fn redacted_dsn(&self) -> String {

@@ -151,7 +151,25 @@ impl PostgresSource {
     /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong
     /// (an unknown key, a missing DSN, an `sslrootcert` that is not PEM, ...).
     pub fn open(path: &Path) -> Result<PostgresSource, SourceError> {
-        let config = PgConfig::open(path)?;
+        PostgresSource::with_config(path, PgConfig::open(path)?)
+    }
+
+    /// Reads the config file and narrows its scope to integer keys in `ranges` (ascending,
+    /// disjoint, inclusive): the config's `where`, `AND` the ranges.
+    ///
+    /// # Errors
+    /// As [`PostgresSource::open`].
+    pub fn open_key_ranges(
+        path: &Path,
+        ranges: &[(u64, u64)],
+    ) -> Result<PostgresSource, SourceError> {
+        let mut config = PgConfig::open(path)?;
+        let sql = super::key_ranges_sql(&config::quote_ident(&config.key), ranges);
+        config.where_sql = Some(super::narrowed(config.where_sql.as_deref(), &sql));
+        PostgresSource::with_config(path, config)
+    }
+
+    fn with_config(path: &Path, config: PgConfig) -> Result<PostgresSource, SourceError> {
         let tls =
             tls::connector(config.rootcert.as_deref()).map_err(|problem| SourceError::Config {
                 path: path.to_owned(),
