@@ -16,6 +16,8 @@ mod library;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod memory;
+#[cfg(all(feature = "mysql", feature = "postgres"))]
+mod migration;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

@@ -1,0 +1,308 @@
+//! Migration verification across two databases, against the real servers: the same
+//! 100,000-row table in MariaDB (127.0.0.1:3306) and PostgreSQL (127.0.0.1:5432), each scanned
+//! into its own store file through the real binary, then compared with `migration verify`,
+//! `diff --across` and `missing --across` (docs/guide-migration.md).
+//!
+//! Each test makes its own pair of tables (`sl_my_mig<tag>_<pid>`, `sl_pg_mig<tag>_<pid>`) and
+//! drops them when done. Without a server a test says SKIPPED loudly, and fails when CI is set.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
+
+use serde_json::{json, Value};
+
+use crate::mysql::{db, Db, ROOT_DSN};
+use crate::postgres::{Pg, Table, DSN};
+use crate::util;
+
+const ROWS: u64 = 100_000;
+const CONTENT: &[&str] = &["amount", "ts", "email"];
+
+/// Two tables holding the same rows: MariaDB `DECIMAL(10,2)` and `DATETIME(6)` (zone-less,
+/// read as UTC), PostgreSQL unconstrained `NUMERIC` and `TIMESTAMPTZ`. Row 42 differs only in
+/// representation: `1.50` against `1.5000`, and `12:00` UTC against `14:00+02`.
+struct Pair<'a> {
+    my: String,
+    pg: Table<'a>,
+    dir: tempfile::TempDir,
+}
+
+fn pair<'a>(db: &Db, pg: &'a Pg, tag: &str) -> Pair<'a> {
+    let my = db.table(&format!("mig{tag}"));
+    db.exec(&format!(
+        "CREATE TABLE {my} (id BIGINT UNSIGNED PRIMARY KEY, amount DECIMAL(10,2), \
+         ts DATETIME(6), email VARCHAR(64)) ENGINE=InnoDB;\n\
+         INSERT INTO {my} SELECT seq, (seq % 1000) / 100, \
+         TIMESTAMP '2026-01-01 00:00:00' + INTERVAL seq SECOND, \
+         CONCAT('u', seq, '@example.com') FROM seq_1_to_{ROWS};\n\
+         UPDATE {my} SET amount = 1.50, ts = '2026-03-01 12:00:00' WHERE id = 42"
+    ));
+    let pg_table = pg.table(
+        &format!("mig{tag}"),
+        &format!(
+            "CREATE TABLE $T (id BIGINT PRIMARY KEY, amount NUMERIC, ts TIMESTAMPTZ, email TEXT); \
+             INSERT INTO $T SELECT s, (s % 1000)::numeric / 100, \
+             TIMESTAMPTZ '2026-01-01 00:00:00+00' + s * INTERVAL '1 second', \
+             'u' || s || '@example.com' FROM generate_series(1, {ROWS}) s; \
+             UPDATE $T SET amount = 1.5000, ts = '2026-03-01 14:00:00+02' WHERE id = 42"
+        ),
+    );
+    Pair {
+        my,
+        pg: pg_table,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+impl Pair<'_> {
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).to_string_lossy().into_owned()
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        util::write(self.dir.path(), name, text)
+    }
+
+    /// Scans both tables, MariaDB into `my.redb` and PostgreSQL into `pg.redb` (holding
+    /// `pg_rows` rows).
+    fn scan_both(&self, pg_rows: u64) {
+        let content = json!(CONTENT);
+        let my_src = self.write(
+            "my.json",
+            &json!({"dsn": ROOT_DSN, "table": self.my, "key": "id", "content": content})
+                .to_string(),
+        );
+        let pg_src = self.write(
+            "pg.json",
+            &json!({"dsn": DSN, "table": self.pg.name, "key": "id", "content": content})
+                .to_string(),
+        );
+        for (store, name, spec, rows) in [
+            ("my.redb", "orders-mysql", format!("mysql:{my_src}"), ROWS),
+            (
+                "pg.redb",
+                "orders-pg",
+                format!("postgres:{pg_src}"),
+                pg_rows,
+            ),
+        ] {
+            let c = self.write(
+                &format!("{name}.json"),
+                &json!({"source": name, "page_size": 5000}).to_string(),
+            );
+            let (code, r, err) = self.sl(store, &["scan", "--contract", &c, "--source", &spec]);
+            assert_eq!(code, 0, "{name}: {err} {r}");
+            assert_eq!(r["unique_ids_observed"], json!(rows), "{name}");
+            assert!(r["content_root"].is_string(), "{name}: {r}");
+        }
+    }
+
+    /// `scanledger --store STORE --json ARGS`: (exit, JSON stdout or Null, stderr).
+    fn sl(&self, store: &str, args: &[&str]) -> (i32, Value, String) {
+        let store = self.path(store);
+        let mut all = vec!["--store", store.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let (code, out, err) = util::run(&all);
+        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    }
+
+    /// `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`.
+    fn verify(&self, extra: &[&str]) -> (i32, Value, String) {
+        let pg = self.path("pg.redb");
+        let mut args = vec![
+            "migration",
+            "verify",
+            "--from",
+            "run-1",
+            "--to",
+            "run-1",
+            "--other-store",
+            pg.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        self.sl("my.redb", &args)
+    }
+}
+
+fn servers() -> Option<(Db, Pg)> {
+    let db = db()?;
+    let pg = Pg::server()?;
+    Some((db, pg))
+}
+
+#[test]
+fn equal_tables_verify_with_content_and_representations_hash_alike() {
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "eq");
+    p.scan_both(ROWS);
+    let (code, v, err) = p.verify(&["--content"]);
+    assert_eq!(code, 0, "{err} {v}");
+    assert_eq!(v["verdict"], "verified");
+    assert_eq!(v["missing_count"], 0);
+    assert_eq!(v["extra_count"], 0);
+    assert_eq!(v["changed_count"], 0);
+    assert_eq!(v["from"]["source"], "orders-mysql");
+    assert_eq!(v["to"]["source"], "orders-pg");
+    assert!(v["from"]["snapshot_id"].is_string() && v["to"]["snapshot_id"].is_string());
+    assert_eq!(
+        v["from"]["content_root"], v["to"]["content_root"],
+        "row 42 differs only in representation"
+    );
+    // The text names both scopes and snapshots; without --across the scopes are refused.
+    let pg_store = p.path("pg.redb");
+    let (code, out, _) = util::run(&[
+        "--store",
+        &p.path("my.redb"),
+        "diff",
+        "run-1",
+        "run-1",
+        "--other-store",
+        &pg_store,
+        "--across",
+        "--content",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("orders-mysql / -, snapshot ") && out.contains("orders-pg / -, snapshot "),
+        "{out}"
+    );
+    assert!(out.contains("hold the same 100000 IDs"), "{out}");
+    let (code, _, err) = p.sl(
+        "my.redb",
+        &["diff", "run-1", "run-1", "--other-store", &pg_store],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("--across"), "{err}");
+}
+
+#[test]
+fn rows_deleted_in_the_target_are_listed_as_missing_exactly() {
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "del");
+    // 100 rows: every 997th ID.
+    pg.exec(&format!("DELETE FROM {} WHERE id % 997 = 0", p.pg.name));
+    let deleted: Vec<u64> = (1..=ROWS).filter(|i| i % 997 == 0).collect();
+    assert_eq!(deleted.len(), 100);
+    p.scan_both(ROWS - 100);
+    let (code, v, err) = p.verify(&["--all"]);
+    assert_eq!(code, 4, "{err} {v}");
+    assert_eq!(v["verdict"], "failed");
+    assert_eq!(v["missing_count"], 100);
+    assert_eq!(v["extra_count"], 0);
+    let want: Vec<String> = deleted.iter().map(|i| format!("{i}..{i}")).collect();
+    assert_eq!(v["missing_ranges"], json!(want));
+    assert!(
+        v["next"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("missing run-1 --against run-1 --across")),
+        "{v}"
+    );
+    // The same list from `missing`, reading the target's store first.
+    let my_store = p.path("my.redb");
+    let (code, m, err) = p.sl(
+        "pg.redb",
+        &[
+            "missing",
+            "run-1",
+            "--against",
+            "run-1",
+            "--across",
+            "--other-store",
+            &my_store,
+            "--all",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(m["missing_count"], 100);
+    assert_eq!(m["missing_ranges"], json!(want));
+    // Declared exclusions: exactly these differences verify; one too many fails.
+    let mut listed: String = deleted.iter().map(|i| format!("{i}\n")).collect();
+    let ex = p.write("excluded.txt", &format!("# not migrated\n{listed}"));
+    let (code, v, err) = p.verify(&["--exclude", &ex]);
+    assert_eq!(code, 0, "{err} {v}");
+    assert_eq!(v["verdict"], "verified", "{v}");
+    assert_eq!(v["excluded_count"], 100);
+    // With content, a partition holding an excluded row cannot be checked by its digest
+    // alone (the row's content is missing from one side): unknown, until a re-read.
+    let (code, v, _) = p.verify(&["--exclude", &ex, "--content"]);
+    assert_eq!((code, v["verdict"].as_str()), (3, Some("unknown")), "{v}");
+    let (code, v, err) = p.verify(&["--exclude", &ex, "--content", "--reread"]);
+    assert_eq!(code, 0, "{err} {v}");
+    assert_eq!(v["changed_count"], 0, "{v}");
+    listed.push_str("5\n");
+    let ex = p.write("excluded2.txt", &listed);
+    let (code, v, _) = p.verify(&["--exclude", &ex]);
+    assert_eq!(code, 4);
+    assert_eq!(v["exclusions_unmatched"], json!(["5"]));
+}
+
+#[test]
+fn changed_values_are_named_by_content_and_a_targeted_reread() {
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "chg");
+    // 50 rows in two partitions (IDs below and above 65,536).
+    let changed: Vec<u64> = (0..50u64).map(|k| k * 1_500 + 7).collect();
+    let list: Vec<String> = changed.iter().map(u64::to_string).collect();
+    pg.exec(&format!(
+        "UPDATE {} SET email = 'changed@example.com' WHERE id IN ({})",
+        p.pg.name,
+        list.join(", ")
+    ));
+    p.scan_both(ROWS);
+    // Without content the ID sets are equal.
+    let (code, v, _) = p.verify(&[]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("verified")));
+    // With content: failed, the partitions named, the count not yet known.
+    let (code, v, err) = p.verify(&["--content"]);
+    assert_eq!(code, 4, "{err} {v}");
+    assert_eq!(v["changed_partitions"], json!([0, 1]));
+    assert_eq!(v["changed_count"], Value::Null);
+    assert!(
+        v["next"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("--content --reread")),
+        "{v}"
+    );
+    // The re-read names exactly the changed rows.
+    let (code, v, err) = p.verify(&["--content", "--reread", "--all"]);
+    assert_eq!(code, 4, "{err} {v}");
+    assert_eq!(v["changed_count"], 50, "{v}");
+    assert_eq!(v["changed_ids"], json!(changed));
+    assert_eq!(v["content"]["reread"]["exact"], true);
+    // And `diff --content --reread` says the same.
+    let pg_store = p.path("pg.redb");
+    let (code, d, err) = p.sl(
+        "my.redb",
+        &[
+            "diff",
+            "run-1",
+            "run-1",
+            "--other-store",
+            &pg_store,
+            "--across",
+            "--reread",
+            "--all",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(d["equal"], true);
+    assert_eq!(d["content"]["partitions_differing"], json!([0, 1]));
+    assert_eq!(d["content"]["reread"]["changed_ids"], json!(changed));
+    // A target changed after its scan no longer reproduces its digest: the verdict is
+    // unknown for that partition, never a list of changes the scans did not see.
+    pg.exec(&format!(
+        "UPDATE {} SET email = 'later@example.com' WHERE id = 8",
+        p.pg.name
+    ));
+    let (code, v, err) = p.verify(&["--content", "--reread"]);
+    assert_eq!(code, 4, "{err} {v}");
+    let unrep = &v["content"]["reread"]["unreproduced"];
+    assert_eq!(unrep, &json!([{"run": "new", "partition": 0}]), "{v}");
+    assert_eq!(v["changed_count"], Value::Null);
+    let ids = v["changed_ids"].as_array().unwrap();
+    assert!(
+        ids.iter().all(|i| i.as_u64().unwrap() >= 65_536),
+        "only partition 1's changes are listed: {v}"
+    );
+}
