@@ -389,3 +389,53 @@ fn string_ids_compare_by_their_bytes_across_scopes_and_store_files() {
     ]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// A target scan that stopped early is no evidence that rows are missing: the verdict is
+/// `unknown` (exit 3) with the resume command, never `failed`, though the IDs it lacks so far
+/// are listed.
+#[test]
+fn a_target_scan_stopped_early_gives_unknown_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb").to_string_lossy().into_owned();
+    let full = util::write(dir.path(), "a.json", r#"{"source": "a", "page_size": 100}"#);
+    let part = util::write(
+        dir.path(),
+        "b.json",
+        r#"{"source": "b", "page_size": 100, "limits": {"max_pages": 2}}"#,
+    );
+    for (c, code) in [(&full, 0), (&part, 3)] {
+        let (got, _, err) = util::run(&[
+            "--store",
+            &store,
+            "scan",
+            "--contract",
+            c,
+            "--source",
+            "sim:records=5000",
+        ]);
+        assert_eq!(got, code, "{err}");
+    }
+    let (code, out, _) = util::run(&[
+        "--store",
+        &store,
+        "--json",
+        "migration",
+        "verify",
+        "--from",
+        "run-1",
+        "--to",
+        "run-2",
+    ]);
+    assert_eq!(code, 3, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"], "unknown");
+    assert_eq!(v["missing_count"], 4800);
+    assert!(
+        v["next"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("resume run-2")),
+        "{v}"
+    );
+}
