@@ -71,10 +71,17 @@ impl Stores {
     pub(crate) fn open(out: &Out, other: Option<&Path>) -> Result<Stores, CliError> {
         let main = open_read(out)?;
         let other = match other {
-            Some(p) if !same_file(&out.store, p) => Some(match out.wait {
-                Some(w) => Store::open_read_waiting(p, w)?,
-                None => Store::open_read(p)?,
-            }),
+            Some(p) if !same_file(&out.store, p) => Some(
+                match out.wait {
+                    Some(w) => Store::open_read_waiting(p, w),
+                    None => Store::open_read(p),
+                }
+                .map_err(|e| {
+                    CliError::from(e).with_field("--other-store").with_hint(
+                        "--other-store names the store file the second run was scanned into",
+                    )
+                })?,
+            ),
             _ => None,
         };
         Ok(Stores { main, other })
@@ -383,9 +390,7 @@ fn read_exclusions(
         }
         let bad = |why: &str| {
             let mut e = CliError::usage(format!(
-                "{}:{}: {:?} {why}",
-                path.display(),
-                idx + 1,
+                "{:?} {why}",
                 t.chars().take(64).collect::<String>()
             ))
             .with_field("--exclude");
