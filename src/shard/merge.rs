@@ -310,7 +310,7 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
             }
         }
         for (leaf, acc) in rec.content() {
-            content.insert(*leaf, acc.clone());
+            content.insert(*leaf, *acc);
         }
         progress.bytes_observed = progress.bytes_observed.saturating_add(p.bytes_observed);
         if let Some(t) = p.echoed_total {

@@ -144,7 +144,7 @@ pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
         bounds.push(aligned.max(floor));
     }
     let top = bounds.last().copied().unwrap_or(0);
-    if top >= u64::MAX {
+    if top == u64::MAX {
         return Err("too many shards for the key space".to_owned());
     }
     bounds.push(u64::MAX);
