@@ -8,7 +8,10 @@
 //! counted; the figures are the medians of the runs.
 //!
 //! `cargo bench --bench merge` (100 M IDs, 64 shards, 3 runs);
-//! `cargo bench --bench merge -- IDS SHARDS RUNS` for other sizes.
+//! `cargo bench --bench merge -- IDS SHARDS RUNS STEP` for other sizes: STEP 1 is dense IDs
+//! (full partitions, which roaring keeps as runs: the cheapest case), STEP 5 every fifth ID
+//! (bitmap containers of 8 KiB per partition: the memory a random-ID table costs). The
+//! merged root is checked against the root of the whole ID set computed here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,9 +39,10 @@ fn main() {
         .unwrap_or(100_000_000);
     let n_shards: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
     let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let step: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
     let dir = tempfile::tempdir().expect("temp dir");
     let t = Instant::now();
-    let plan = setup(dir.path(), n_ids, n_shards);
+    let (plan, expected_root) = setup(dir.path(), n_ids, n_shards, step);
     let setup_s = t.elapsed().as_secs_f64();
     let shard_bytes: u64 = (0..n_shards)
         .map(|k| {
@@ -47,7 +51,7 @@ fn main() {
         .sum();
     let plan_bytes = std::fs::metadata(dir.path().join("plan.json")).map_or(0, |m| m.len());
     println!(
-        "merge: {n_ids} dense IDs in {n_shards} shards (setup {setup_s:.1} s); plan {plan_bytes} bytes, shard stores {:.1} MB in all ({:.2} MB per shard)",
+        "merge: {n_ids} IDs (every {step}) in {n_shards} shards (setup {setup_s:.1} s); plan {plan_bytes} bytes, shard stores {:.1} MB in all ({:.2} MB per shard)",
         shard_bytes as f64 / 1e6,
         shard_bytes as f64 / 1e6 / f64::from(n_shards)
     );
@@ -75,6 +79,7 @@ fn main() {
             "  run {run}: {s:.3} s, peak RSS {:.1} MB, root {root}",
             kb / 1024.0
         );
+        assert_eq!(root, expected_root, "the merged root is the whole set's");
         secs.push(s);
         rss.push(kb / 1024.0);
         out_bytes = std::fs::metadata(dir.path().join("merged.redb")).map_or(0, |m| m.len());
@@ -96,11 +101,14 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Writes the plan and one store per shard, each holding its shard's share of the dense IDs
-/// `0..n_ids` as one finished, verified run of the shard's contract.
-fn setup(dir: &Path, n_ids: u64, n_shards: u32) -> Plan {
+/// Writes the plan and one store per shard, each holding its shard's share of the IDs
+/// `0, step, 2 * step, ...` (`n_ids` of them) as one finished, verified run of the shard's
+/// contract; returns the plan and the Merkle root of the whole set.
+fn setup(dir: &Path, n_ids: u64, n_shards: u32, step: u64) -> (Plan, String) {
     let contract = Contract::new("customers");
-    let ranges = shard::split(0, n_ids - 1, n_shards).expect("split");
+    let n_ids_space = n_ids * step;
+    let mut whole = IdSet::new();
+    let ranges = shard::split(0, n_ids_space - 1, n_shards).expect("split");
     let plan = Plan::new(
         &contract,
         "sim:records=N",
@@ -109,7 +117,7 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32) -> Plan {
         Split {
             by: "min_max".into(),
             lo: 0,
-            last: n_ids - 1,
+            last: n_ids_space - 1,
         },
         ranges,
         "2026-12-01T00:00:00.000Z".into(),
@@ -120,16 +128,26 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32) -> Plan {
     for k in 0..n_shards {
         let c = plan.shard_contract(k).expect("shard");
         let r = c.scope.key_range.expect("range");
-        let (lo, hi) = (r.lo.min(n_ids), r.hi.min(n_ids));
+        let (lo, hi) = (r.lo.min(n_ids_space), r.hi.min(n_ids_space));
         let mut ids = IdSet::new();
         let mut part = lo / PARTITION_WIDTH;
         while part * PARTITION_WIDTH < hi {
             let first = (part * PARTITION_WIDTH).max(lo);
             let last = ((part + 1) * PARTITION_WIDTH).min(hi);
+            let base = part * PARTITION_WIDTH;
             let mut b = RoaringBitmap::new();
-            b.insert_range(
-                (first - part * PARTITION_WIDTH) as u32..(last - part * PARTITION_WIDTH) as u32,
-            );
+            if step == 1 {
+                b.insert_range((first - base) as u32..(last - base) as u32);
+            } else {
+                let start = first.div_ceil(step) * step;
+                b = RoaringBitmap::from_sorted_iter(
+                    (start..last)
+                        .step_by(step as usize)
+                        .map(|id| (id - base) as u32),
+                )
+                .expect("sorted");
+            }
+            whole.set_partition(part, b.clone());
             ids.set_partition(part, b);
             part += 1;
         }
@@ -171,7 +189,11 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32) -> Plan {
             .write_merged(&c, &rec, pages, 0, 1)
             .expect("write shard");
     }
-    plan
+    assert_eq!(whole.len(), n_ids, "the shards hold every ID");
+    (
+        plan,
+        scanledger::digest::display(&scanledger::digest::merkle_root(&whole)),
+    )
 }
 
 /// One merge, as `scanledger merge` does it; prints seconds, VmHWM in kB and the root.

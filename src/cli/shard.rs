@@ -198,9 +198,10 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     if out.json {
         out.json_value(&summary)?;
     } else {
+        let shown = path.display().to_string();
+        let shown = scanledger::terminal_safe(&shown);
         let mut text = format!(
-            "plan {} ({}), {} by {}\n",
-            path.display(),
+            "plan {shown} ({}), {} by {}\n",
             plan.digest(),
             count(args.shards, "shard", "shards"),
             plan.split.by
@@ -209,8 +210,7 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
             text.push_str(&format!("  shard {k}: [{}, {})\n", r.lo, r.hi));
         }
         text.push_str(&format!(
-            "run each with: scanledger --store shard-K.redb scan --plan {} --shard K",
-            path.display()
+            "run each with: scanledger --store shard-K.redb scan --plan {shown} --shard K"
         ));
         out.emit(&text)?;
     }
@@ -243,9 +243,10 @@ fn hold(
 ) -> Result<i32, CliError> {
     let _ = ctrlc::set_handler(|| RELEASE.store(true, Ordering::SeqCst));
     let snapshot_shown = scanledger::terminal_safe(snapshot).into_owned();
+    let release_shown = release.display().to_string();
     eprintln!(
         "holding snapshot {snapshot_shown} for the plan's shards; waiting until {} exists (merge makes it), Ctrl-C, or {timeout_seconds} s",
-        release.display()
+        scanledger::terminal_safe(&release_shown)
     );
     let start = Instant::now();
     let mut pinged = Instant::now();
