@@ -31,6 +31,7 @@ mod output;
 mod report;
 mod runs;
 mod scan;
+mod shard;
 mod show;
 
 pub(crate) use error::CliError;
@@ -163,14 +164,85 @@ pub(crate) enum Command {
     )]
     Scan {
         /// The contract file (JSON; docs/REFERENCE.md lists its keys).
-        #[arg(long, value_name = "FILE")]
-        contract: PathBuf,
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "plan",
+            conflicts_with = "plan"
+        )]
+        contract: Option<PathBuf>,
         /// The source: replay:FILE, sim:KEY=VALUE,..., http:CONFIG.json, postgres:CONFIG.json,
-        /// mysql:CONFIG.json or mcp:CONFIG.json (docs/REFERENCE.md §4).
-        #[arg(long, value_name = "SPEC")]
-        source: String,
+        /// mysql:CONFIG.json or mcp:CONFIG.json (docs/REFERENCE.md §4); with --plan, the
+        /// plan's source by default.
+        #[arg(long, value_name = "SPEC", required_unless_present = "plan")]
+        source: Option<String>,
+        /// Scan one shard of this plan (made by `plan`) instead of a contract file.
+        #[arg(long, value_name = "PLAN")]
+        plan: Option<PathBuf>,
+        /// The shard of --plan to scan, from 0.
+        #[arg(
+            long,
+            value_name = "K",
+            requires = "plan",
+            conflicts_with = "shard_from_env"
+        )]
+        shard: Option<u32>,
+        /// Read the shard of --plan from JOB_COMPLETION_INDEX (Kubernetes), SLURM_ARRAY_TASK_ID
+        /// (Slurm) or SCANLEDGER_SHARD (GitHub Actions, anything else); an error when none is
+        /// set or two disagree.
+        #[arg(long, requires = "plan")]
+        shard_from_env: bool,
         #[command(flatten)]
         write: WriteOpts,
+    },
+    /// Cut a scan into shards of the key space, for job runners to scan side by side.
+    #[command(
+        after_help = "Examples:\n  scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan\n  \
+        scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan --hold-snapshot &\n\n\
+        Writes DIR/shard-K.json (one contract per shard) and then DIR/plan.json. Each shard is \
+        scanned with `scanledger --store shard-K.redb scan --plan DIR/plan.json --shard K`, and \
+        the shard stores merged with `scanledger merge`."
+    )]
+    Plan {
+        /// The contract to cut (no key_range, no shard).
+        #[arg(long, value_name = "FILE")]
+        contract: PathBuf,
+        /// The source the shards scan.
+        #[arg(long, value_name = "SPEC")]
+        source: String,
+        /// How many shards.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(scanledger::SHARDS_MAX)))]
+        shards: u32,
+        /// The directory of the plan and its shard contracts.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        out: PathBuf,
+        /// The span of keys to divide (inclusive), instead of the source's statistics.
+        #[arg(long, value_name = "LO..HI")]
+        key_space: Option<String>,
+        /// PostgreSQL: hold one exported snapshot open for every shard, until DIR/release
+        /// exists (merge makes it), Ctrl-C, or --hold-timeout-seconds.
+        #[arg(long)]
+        hold_snapshot: bool,
+        /// How long --hold-snapshot holds at most.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 86_400,
+            requires = "hold_snapshot"
+        )]
+        hold_timeout_seconds: u64,
+    },
+    /// Merge the shard stores of a plan into one run whose receipt is the single scan's.
+    Merge {
+        /// The plan the shards were scanned under.
+        #[arg(long, value_name = "PLAN")]
+        plan: PathBuf,
+        /// The store the merged run is written to.
+        #[arg(long, value_name = "STORE")]
+        out: PathBuf,
+        /// The shard stores.
+        #[arg(value_name = "SHARD_STORE", required = true)]
+        shards: Vec<PathBuf>,
     },
     /// Continue an interrupted, budget-stopped or failed-page run from its stored cursor.
     Resume {
@@ -442,8 +514,54 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
         Command::Scan {
             contract,
             source,
+            plan,
+            shard,
+            shard_from_env,
             write,
-        } => scan::scan(out, &contract, &source, &write),
+        } => match (plan, contract, source) {
+            (Some(plan), _, source) => {
+                let index = match (shard, shard_from_env) {
+                    (Some(k), _) => k,
+                    (None, true) => shard::shard_from_env()?,
+                    (None, false) => {
+                        return Err(
+                            CliError::usage("--plan needs --shard K or --shard-from-env")
+                                .with_field("--shard"),
+                        )
+                    }
+                };
+                shard::scan_shard(out, &plan, index, source.as_deref(), &write)
+            }
+            (None, Some(contract), Some(source)) => scan::scan(out, &contract, &source, &write),
+            _ => Err(CliError::usage(
+                "scan needs --contract FILE --source SPEC, or --plan PLAN",
+            )),
+        },
+        Command::Plan {
+            contract,
+            source,
+            shards,
+            out: dir,
+            key_space,
+            hold_snapshot,
+            hold_timeout_seconds,
+        } => shard::plan(
+            out,
+            &shard::PlanArgs {
+                contract,
+                source,
+                shards,
+                out: dir,
+                key_space,
+                hold_snapshot,
+                hold_timeout_seconds,
+            },
+        ),
+        Command::Merge {
+            plan,
+            out: target,
+            shards,
+        } => shard::merge(out, &plan, &target, &shards),
         Command::Resume {
             run,
             source,

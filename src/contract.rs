@@ -62,7 +62,72 @@ pub struct Scope {
     pub query: Value,
     /// Sort with a unique tie-breaker, as any JSON.
     pub order: Value,
+    /// The half-open slice `[lo, hi)` of the u64 ID space the scan covers (one shard of a
+    /// plan); `None` covers the whole space. An ID outside it is `invalid_page` (R16).
+    pub key_range: Option<KeyRange>,
+    /// The plan this scope is a shard of, when it is one.
+    pub shard: Option<ShardRef>,
 }
+
+/// A half-open range `[lo, hi)` of the u64 ID space, `lo < hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyRange {
+    /// The first ID of the range.
+    pub lo: u64,
+    /// One past the last ID of the range (at most 2^64 - 1: the ID `u64::MAX` cannot be the
+    /// last of a range, which a plan's last shard accounts for by covering it separately).
+    pub hi: u64,
+}
+
+impl KeyRange {
+    /// A range, or `None` unless `lo < hi`.
+    ///
+    /// ```
+    /// let r = scanledger::KeyRange::new(10, 20).unwrap();
+    /// assert!(r.contains(10) && r.contains(19) && !r.contains(20));
+    /// assert!(scanledger::KeyRange::new(5, 5).is_none());
+    /// ```
+    #[must_use]
+    pub fn new(lo: u64, hi: u64) -> Option<KeyRange> {
+        (lo < hi).then_some(KeyRange { lo, hi })
+    }
+
+    /// Whether `id` is in the range.
+    #[must_use]
+    pub fn contains(&self, id: u64) -> bool {
+        self.lo <= id && id < self.hi
+    }
+
+    /// The range as JSON: `{"hi": HI, "lo": LO}`.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({ "lo": self.lo, "hi": self.hi })
+    }
+}
+
+/// Which shard of which plan a scope is: written by `plan` into each shard's contract, so a
+/// shard's receipt (its query digest) names its plan, and `merge` can refuse a shard of
+/// another plan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ShardRef {
+    /// The plan's digest (`sha256:` + hex; docs/FORMAT.md, plans).
+    pub plan: String,
+    /// The shard's index, from 0.
+    pub index: u32,
+    /// How many shards the plan has.
+    pub count: u32,
+}
+
+impl ShardRef {
+    /// The reference as JSON: `{"count": N, "index": K, "plan": DIGEST}`.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({ "plan": self.plan, "index": self.index, "count": self.count })
+    }
+}
+
+/// Shards one plan may have.
+pub const SHARDS_MAX: u32 = 4096;
 
 /// How the end of a traversal is signalled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -220,6 +285,8 @@ const CONTRACT_KEYS: &[&str] = &[
     "mode",
     "on_expired_cursor",
     "on_snapshot_change",
+    "key_range",
+    "shard",
 ];
 const LIMIT_KEYS: &[&str] = &[
     "max_pages",
@@ -246,6 +313,8 @@ impl Contract {
                 tenant: None,
                 query: Value::Null,
                 order: Value::Null,
+                key_range: None,
+                shard: None,
             },
             snapshot_id: None,
             expected_count: None,
@@ -380,7 +449,31 @@ impl Contract {
         if let Some(v) = obj.get("on_snapshot_change").filter(|v| !v.is_null()) {
             c.on_snapshot_change = enum_value(v, "on_snapshot_change", "\"block\" or \"restart\"")?;
         }
+        if let Some(v) = obj.get("key_range").filter(|v| !v.is_null()) {
+            c.scope.key_range = Some(parse_key_range(v)?);
+            if c.id_codec == IdCodecKind::String {
+                // Interned IDs are given in order of first sight, per store: a range of them
+                // names different strings in every shard's store.
+                return Err(bad(
+                    "key_range",
+                    "the string codec has no key order to slice (its IDs are interned per store); shard by a numeric key",
+                ));
+            }
+        }
+        if let Some(v) = obj.get("shard").filter(|v| !v.is_null()) {
+            c.scope.shard = Some(parse_shard(v)?);
+        }
         Ok(c)
+    }
+
+    /// The contract without its shard: no `key_range`, no `shard`. Every shard of a plan has
+    /// the same base, whose digest the plan records.
+    #[must_use]
+    pub fn base(&self) -> Contract {
+        let mut c = self.clone();
+        c.scope.key_range = None;
+        c.scope.shard = None;
+        c
     }
 
     /// The contract as the JSON of a contract file; `from_value(to_value(c)) == c`.
@@ -434,7 +527,85 @@ impl Contract {
             "on_snapshot_change".into(),
             serde_json::to_value(self.on_snapshot_change).unwrap_or(Value::Null),
         );
+        // Written only when present, so the JSON of an unsharded contract is what it always was.
+        if let Some(r) = &self.scope.key_range {
+            m.insert("key_range".into(), r.to_value());
+        }
+        if let Some(s) = &self.scope.shard {
+            m.insert("shard".into(), s.to_value());
+        }
         Value::Object(m)
+    }
+}
+
+fn parse_key_range(v: &Value) -> Result<KeyRange, ContractError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad("key_range", "must be an object {\"lo\": LO, \"hi\": HI}"))?;
+    reject_unknown(obj, &["lo", "hi"], "key_range.")?;
+    let lo = opt_u64(obj, "lo", u64::MAX)
+        .map_err(|e| prefix(e, "key_range."))?
+        .ok_or(ContractError::Missing {
+            key: "key_range.lo",
+        })?;
+    let hi = opt_u64(obj, "hi", u64::MAX)
+        .map_err(|e| prefix(e, "key_range."))?
+        .ok_or(ContractError::Missing {
+            key: "key_range.hi",
+        })?;
+    KeyRange::new(lo, hi).ok_or_else(|| {
+        bad(
+            "key_range",
+            &format!("lo ({lo}) must be below hi ({hi}): the range is half-open"),
+        )
+    })
+}
+
+fn parse_shard(v: &Value) -> Result<ShardRef, ContractError> {
+    let obj = v.as_object().ok_or_else(|| {
+        bad(
+            "shard",
+            "must be an object {\"plan\", \"index\", \"count\"}",
+        )
+    })?;
+    reject_unknown(obj, &["plan", "index", "count"], "shard.")?;
+    let plan = match obj.get("plan") {
+        Some(Value::String(s)) if crate::digest::parse_display(s).is_some() => s.clone(),
+        Some(_) => {
+            return Err(bad(
+                "shard.plan",
+                "must be a digest, sha256: and 64 hex digits",
+            ))
+        }
+        None => return Err(ContractError::Missing { key: "shard.plan" }),
+    };
+    let count = opt_u64(obj, "count", u64::from(SHARDS_MAX))
+        .map_err(|e| prefix(e, "shard."))?
+        .ok_or(ContractError::Missing { key: "shard.count" })?;
+    let index = opt_u64(obj, "index", u64::from(SHARDS_MAX))
+        .map_err(|e| prefix(e, "shard."))?
+        .ok_or(ContractError::Missing { key: "shard.index" })?;
+    if count == 0 || index >= count {
+        return Err(bad(
+            "shard",
+            &format!("index {index} is not below count {count}"),
+        ));
+    }
+    // Both are at most SHARDS_MAX, checked above.
+    Ok(ShardRef {
+        plan,
+        index: u32::try_from(index).unwrap_or(SHARDS_MAX),
+        count: u32::try_from(count).unwrap_or(SHARDS_MAX),
+    })
+}
+
+fn prefix(e: ContractError, parent: &str) -> ContractError {
+    match e {
+        ContractError::Invalid { key, problem } => ContractError::Invalid {
+            key: format!("{parent}{key}"),
+            problem,
+        },
+        other => other,
     }
 }
 

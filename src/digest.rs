@@ -91,16 +91,36 @@ fn write_canonical(v: &Value, out: &mut String) {
 }
 
 /// The scope as the canonical JSON object that `query_digest` hashes:
-/// `{"order":…,"query":…,"source":…,"tenant":…}`, absent values as `null`.
+/// `{"order":…,"query":…,"source":…,"tenant":…}`, absent values as `null`; a shard's scope
+/// adds `"key_range":{"hi":…,"lo":…}` and `"shard":{"count":…,"index":…,"plan":…}` (only
+/// when present, so an unsharded scope digests as it always did).
 #[must_use]
 pub fn scope_json(scope: &Scope) -> String {
-    let v = serde_json::json!({
+    let mut v = serde_json::json!({
         "source": scope.source,
         "tenant": scope.tenant,
         "query": scope.query,
         "order": scope.order,
     });
+    if let Some(obj) = v.as_object_mut() {
+        if let Some(r) = &scope.key_range {
+            obj.insert("key_range".to_owned(), r.to_value());
+        }
+        if let Some(s) = &scope.shard {
+            obj.insert("shard".to_owned(), s.to_value());
+        }
+    }
     canonical_json(&v)
+}
+
+/// The digest of a contract without its shard (`Contract::base`): `sha256:` + hex SHA-256 of
+/// the canonical JSON of the contract file it would be. Every shard of a plan has the same
+/// one; the plan records it and `merge` checks it.
+#[must_use]
+pub fn contract_digest(contract: &crate::contract::Contract) -> String {
+    display(&sha256(
+        canonical_json(&contract.base().to_value()).as_bytes(),
+    ))
 }
 
 /// `sha256:` + hex SHA-256 of the scope's canonical JSON.

@@ -55,6 +55,7 @@ pub mod mcp;
 mod receipt;
 mod reconcile;
 mod report;
+pub mod shard;
 mod source;
 mod store;
 pub mod token;
@@ -67,11 +68,12 @@ pub use collect::{
     Inventory, MemoryLog, Reread, RunLog, ScanResult,
 };
 pub use contract::{
-    Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, Limits, Mode, Page, RawId, Scope,
-    SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX, DEADLINE_SECONDS_MAX, FETCH_ATTEMPTS_MAX,
-    ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX, LABEL_LEN_MAX,
-    PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT, PAGE_TIMEOUT_MS_DEFAULT,
-    PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT, VIOLATIONS_KEPT_MAX,
+    Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode, Page, RawId,
+    Scope, ShardRef, SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX, DEADLINE_SECONDS_MAX,
+    FETCH_ATTEMPTS_MAX, ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX,
+    LABEL_LEN_MAX, PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT,
+    PAGE_TIMEOUT_MS_DEFAULT, PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT,
+    SHARDS_MAX, VIOLATIONS_KEPT_MAX,
 };
 pub use error::{ContractError, Error, FileError, Result, SourceError};
 pub use evidence::{

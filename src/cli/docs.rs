@@ -13,7 +13,7 @@ const REFERENCE: &str = include_str!("../../docs/REFERENCE.md");
 /// Every violation kind, in rule order. The match in `rule_of` is exhaustive, so a kind added
 /// to the library fails to compile here until it has its rule (and the test below checks
 /// that it has its entry in the reference).
-pub(crate) const KINDS: [ViolationKind; 14] = [
+pub(crate) const KINDS: [ViolationKind; 17] = [
     ViolationKind::RepeatedCursor,
     ViolationKind::DuplicateId,
     ViolationKind::SnapshotChanged,
@@ -28,6 +28,9 @@ pub(crate) const KINDS: [ViolationKind; 14] = [
     ViolationKind::AccessDenied,
     ViolationKind::ExpiredCursor,
     ViolationKind::InvalidPage,
+    ViolationKind::ShardMissing,
+    ViolationKind::ShardConflict,
+    ViolationKind::ShardMismatch,
 ];
 
 /// The rule that raises a kind.
@@ -48,6 +51,7 @@ fn rule_of(kind: ViolationKind) -> &'static str {
         K::AccessDenied => "R14",
         K::ExpiredCursor => "R15",
         K::InvalidPage => "R16",
+        K::ShardMissing | K::ShardConflict | K::ShardMismatch => "merge",
     }
 }
 

@@ -45,6 +45,16 @@ pub(crate) fn scan(
     write: &WriteOpts,
 ) -> Result<i32, CliError> {
     let contract = read_contract(contract_path)?;
+    scan_contract(out, contract, spec, write)
+}
+
+/// A scan of `contract` (read from a file, or a shard's from a plan).
+pub(crate) fn scan_contract(
+    out: &Out,
+    contract: Contract,
+    spec: &str,
+    write: &WriteOpts,
+) -> Result<i32, CliError> {
     let mut source =
         AnySource::open_for(spec, &contract).map_err(|e| CliError::from(Error::Source(e)))?;
     let rt = runtime()?;
@@ -189,7 +199,7 @@ fn recordable(spec: &str) -> String {
     spec.to_owned()
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     // IO too: network sources (http, postgres, mysql) need the reactor.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -100,6 +100,7 @@ struct Settings {
     mode: Mode,
     on_snapshot_change: SnapshotPolicy,
     query: Value,
+    key_range: Option<crate::contract::KeyRange>,
 }
 
 /// The pure reconciliation state machine of one run.
@@ -148,6 +149,7 @@ impl Reconciler {
                 mode: contract.mode,
                 on_snapshot_change: contract.on_snapshot_change,
                 query: contract.scope.query.clone(),
+                key_range: contract.scope.key_range,
             },
             query_digest,
             codec: IdCodec::new(contract.id_codec, contract.id_prefix.clone()),

@@ -86,6 +86,12 @@ pub enum ViolationKind {
     ExpiredCursor,
     /// R16.
     InvalidPage,
+    /// Merge: a shard of the plan has no finished run among the shard stores.
+    ShardMissing,
+    /// Merge: a shard has more than one attempt among the shard stores.
+    ShardConflict,
+    /// Merge: a run of the shard stores is of another plan, contract, snapshot or key range.
+    ShardMismatch,
 }
 
 impl ViolationKind {
@@ -101,13 +107,16 @@ impl ViolationKind {
             | K::ContradictoryCompletion
             | K::CountMismatch
             | K::PartitionMismatch
-            | K::InvalidPage => Status::Failed,
+            | K::InvalidPage
+            | K::ShardConflict
+            | K::ShardMismatch => Status::Failed,
             K::MissingCompletionEvidence
             | K::TruncatedPage
             | K::LimitReached
             | K::PageFailed
             | K::AccessDenied
-            | K::ExpiredCursor => Status::Unknown,
+            | K::ExpiredCursor
+            | K::ShardMissing => Status::Unknown,
         }
     }
 
@@ -142,6 +151,9 @@ impl ViolationKind {
             K::AccessDenied => "access_denied",
             K::ExpiredCursor => "expired_cursor",
             K::InvalidPage => "invalid_page",
+            K::ShardMissing => "shard_missing",
+            K::ShardConflict => "shard_conflict",
+            K::ShardMismatch => "shard_mismatch",
         }
     }
 }

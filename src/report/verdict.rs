@@ -186,6 +186,12 @@ fn reason(v: &Violation, r: &Receipt) -> String {
             "the per-partition counts differ from the source's (partition_mismatch)".to_owned()
         }
         K::InvalidPage => format!("page {p} broke the ID codec or a size bound"),
+        K::ShardMissing => "a shard of the plan has no finished run (shard_missing)".to_owned(),
+        K::ShardConflict => "a shard of the plan was run more than once (shard_conflict)".to_owned(),
+        K::ShardMismatch => {
+            "a shard store holds a run of another plan, contract or range (shard_mismatch)"
+                .to_owned()
+        }
     };
     // Every other violation, of any status and those counted but not kept, so the headline
     // agrees with the report's violation count.

@@ -168,12 +168,16 @@ impl AnySource {
         spec: &str,
         contract: &crate::contract::Contract,
     ) -> Result<AnySource, SourceError> {
+        // Every kind honours a contract's key range (a shard) or refuses it here, before
+        // anything is recorded: a source that ignored it would be caught page by page (R16),
+        // but never scan its shard.
+        let key_range = contract.scope.key_range;
         #[cfg(feature = "http")]
         if let Some(path) = spec.strip_prefix("http:") {
-            return Ok(AnySource::Http(Box::new(HttpSource::open(
-                path.as_ref(),
-                contract.end_signal,
-            )?)));
+            return Ok(AnySource::Http(Box::new(
+                HttpSource::open(path.as_ref(), contract.end_signal)?
+                    .with_key_range(path.as_ref(), key_range)?,
+            )));
         }
         #[cfg(feature = "mcp")]
         if let Some(rest) = spec.strip_prefix("mcp:") {
@@ -183,25 +187,29 @@ impl AnySource {
                 contract,
             )?)));
         }
-        let _ = contract;
         if let Some(path) = spec.strip_prefix("replay:") {
-            return Ok(AnySource::Replay(ReplaySource::open(path.as_ref())?));
+            return Ok(AnySource::Replay(
+                ReplaySource::open(path.as_ref())?.with_key_range(contract),
+            ));
         }
         if let Some(params) = spec.strip_prefix("sim:") {
-            return Ok(AnySource::Sim(SimSource::new(SimConfig::parse(params)?)));
+            return Ok(AnySource::Sim(
+                SimSource::new(SimConfig::parse(params)?).with_key_range(key_range),
+            ));
         }
         #[cfg(feature = "postgres")]
         if let Some(path) = spec.strip_prefix("postgres:") {
-            return Ok(AnySource::Postgres(Box::new(PostgresSource::open(
-                path.as_ref(),
-            )?)));
+            return Ok(AnySource::Postgres(Box::new(
+                PostgresSource::open(path.as_ref())?.with_key_range(key_range),
+            )));
         }
         #[cfg(feature = "mysql")]
         if let Some(path) = spec.strip_prefix("mysql:") {
-            return Ok(AnySource::Mysql(Box::new(MysqlSource::open(
-                path.as_ref(),
-            )?)));
+            return Ok(AnySource::Mysql(Box::new(
+                MysqlSource::open(path.as_ref())?.with_key_range(key_range),
+            )));
         }
+        let _ = key_range;
         Err(SourceError::UnknownKind {
             spec: spec.chars().take(64).collect(),
         })
@@ -322,6 +330,23 @@ impl AnySource {
                 format!("{}{PROVENANCE_MARK}{p}", without_provenance(spec))
             }
             _ => spec.to_owned(),
+        }
+    }
+
+    /// The smallest and largest key of the scope, where the source has statistics to say
+    /// (`sim:`, and PostgreSQL and MySQL tables with an integer key); `plan` cuts shards of
+    /// equal width between them. `Ok(None)`: no statistics (or an empty scope).
+    ///
+    /// # Errors
+    /// `FetchError` when the source cannot be asked.
+    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
+        match self {
+            AnySource::Sim(s) => Ok(s.key_bounds()),
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.key_bounds().await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.key_bounds().await,
+            _ => Ok(None),
         }
     }
 

@@ -6,13 +6,15 @@
 //! every K-th ID `needs_migration`, `delay_ms=N` per page, and injected faults on a 1-based
 //! page index: `timeout_at=P` (first attempt times out), `fail_at=P` (every attempt fails),
 //! `expire_at=P` (the cursor expires once), `dup_at=P` (the page repeats an earlier ID).
-//! `count=false` hides the server-side count.
+//! `count=false` hides the server-side count. Under a contract's `key_range` only IDs in the
+//! range are served (dense: the range's window of positions; random: every position, filtered),
+//! and `stray_at=P` makes page P carry one ID just outside the range (a source that ignored it).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use super::{FetchError, PageRequest, PageSource};
-use crate::contract::{Item, Page, RawId};
+use crate::contract::{Item, KeyRange, Page, RawId};
 use crate::error::SourceError;
 use crate::reconcile::Request;
 
@@ -46,6 +48,8 @@ pub struct SimConfig {
     pub dup_at: Option<u32>,
     /// Whether the source offers a server-side count.
     pub count: bool,
+    /// Page that carries one ID outside the contract's key range.
+    pub stray_at: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -63,6 +67,7 @@ impl Default for SimConfig {
             expire_at: None,
             dup_at: None,
             count: true,
+            stray_at: None,
         }
     }
 }
@@ -110,6 +115,7 @@ impl SimConfig {
                 "fail_at" => c.fail_at = page()?,
                 "expire_at" => c.expire_at = page()?,
                 "dup_at" => c.dup_at = page()?,
+                "stray_at" => c.stray_at = page()?,
                 "count" => c.count = v == "true",
                 _ => {
                     return Err(SourceError::Sim {
@@ -140,6 +146,7 @@ pub struct SimSource {
     stride: u64,
     timed_out: HashSet<u32>,
     expired: HashSet<u32>,
+    key_range: Option<KeyRange>,
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -172,6 +179,27 @@ impl SimSource {
             stride,
             timed_out: HashSet::new(),
             expired: HashSet::new(),
+            key_range: None,
+        }
+    }
+
+    /// Serves only the IDs in `range` (a shard's contract).
+    #[must_use]
+    pub fn with_key_range(mut self, range: Option<KeyRange>) -> SimSource {
+        self.key_range = range;
+        self
+    }
+
+    /// The positions the source walks: all of them, or for dense IDs under a key range the
+    /// window of positions whose IDs are in the range.
+    fn window(&self) -> (u64, u64) {
+        match self.key_range {
+            Some(r) if !self.cfg.random => {
+                let lo = r.lo.saturating_sub(self.cfg.start).min(self.cfg.records);
+                let hi = r.hi.saturating_sub(self.cfg.start).min(self.cfg.records);
+                (lo, hi.max(lo))
+            }
+            _ => (0, self.cfg.records),
         }
     }
 
@@ -187,6 +215,21 @@ impl SimSource {
         }
     }
 
+    /// The smallest and largest ID the collection can hold; `None` when it is empty.
+    #[must_use]
+    pub fn key_bounds(&self) -> Option<(u64, u64)> {
+        if self.cfg.records == 0 {
+            return None;
+        }
+        let n = if self.cfg.random {
+            self.space
+        } else {
+            self.cfg.records
+        };
+        // `parse` checked that start + 5 * records fits.
+        Some((self.cfg.start, self.cfg.start.saturating_add(n - 1)))
+    }
+
     fn snapshot(&self) -> String {
         self.cfg
             .snapshot
@@ -197,8 +240,9 @@ impl SimSource {
 
 impl PageSource for SimSource {
     async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        let (window_lo, window_hi) = self.window();
         let offset = match &req.request {
-            Request::First => 0,
+            Request::First => window_lo,
             Request::Cursor(c) => c
                 .strip_prefix("sim-offset-")
                 .and_then(|n| n.parse::<u64>().ok())
@@ -213,7 +257,8 @@ impl PageSource for SimSource {
             Request::After(_) => return Err(FetchError::ServerError),
         };
         let size = u64::from(req.page_size.max(1));
-        let page_idx = u32::try_from((offset / size).saturating_add(1)).unwrap_or(u32::MAX);
+        let page_idx = u32::try_from((offset.saturating_sub(window_lo) / size).saturating_add(1))
+            .unwrap_or(u32::MAX);
         if self.cfg.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.cfg.delay_ms)).await;
         }
@@ -229,8 +274,10 @@ impl PageSource for SimSource {
         {
             return Err(FetchError::ExpiredCursor);
         }
-        let end = offset.saturating_add(size).min(self.cfg.records);
-        let mut items: Vec<Item> = (offset..end)
+        let end = offset.saturating_add(size).min(window_hi);
+        let range = self.key_range;
+        let mut items: Vec<Item> = (offset.min(end)..end)
+            .filter(|i| range.is_none_or(|r| r.contains(self.id_at(*i))))
             .map(|i| {
                 let id = self.id_at(i);
                 let labels = match self.cfg.label_every {
@@ -249,12 +296,16 @@ impl PageSource for SimSource {
                 first.id = RawId::Int(self.id_at(offset - 1));
             }
         }
-        let next = (end < self.cfg.records).then(|| format!("sim-offset-{end}"));
+        if let (Some(r), true) = (range, self.cfg.stray_at == Some(page_idx)) {
+            let stray = if r.lo > 0 { r.lo - 1 } else { r.hi };
+            items.push(Item::int(stray));
+        }
+        let next = (end < window_hi).then(|| format!("sim-offset-{end}"));
         Ok(Page {
             size_bytes: items.len() as u64 * 12,
             items,
             next,
-            complete: Some(end >= self.cfg.records),
+            complete: Some(end >= window_hi),
             snapshot: Some(self.snapshot()),
             query: None,
             truncated: false,
@@ -263,7 +314,15 @@ impl PageSource for SimSource {
     }
 
     async fn count(&mut self) -> Option<u64> {
-        self.cfg.count.then_some(self.cfg.records)
+        // Under a key range of random IDs the count would need a walk: none is offered.
+        match self.key_range {
+            None => self.cfg.count.then_some(self.cfg.records),
+            Some(_) if self.cfg.random => None,
+            Some(_) => {
+                let (lo, hi) = self.window();
+                self.cfg.count.then_some(hi - lo)
+            }
+        }
     }
 }
 

@@ -561,6 +561,30 @@ impl Store {
         Ok((RunWriter::begin(self, new)?, interner))
     }
 
+    /// Records a whole, finished run of `contract` in one transaction: the reconciler's state
+    /// (ID and label sets, content, progress) and its page log, as `merge` builds them from a
+    /// plan's shards. Returns the run's ID.
+    ///
+    /// # Errors
+    /// `WriteError` when the run cannot be recorded.
+    pub fn write_merged(
+        &mut self,
+        contract: &Contract,
+        rec: &Reconciler,
+        pages: Vec<crate::reconcile::PageLog>,
+        started_at_ms: u64,
+        finished_at_ms: u64,
+    ) -> Result<RunId, WriteError> {
+        let new = NewRun {
+            contract: contract.clone(),
+            started_at_ms,
+            restarted_from: None,
+            restarts: 0,
+            source_spec: self.source_spec.clone(),
+        };
+        RunWriter::write_whole(self, new, rec, pages, finished_at_ms)
+    }
+
     /// Reopens a stored run for `resume`: checks that it can go on, raises its budgets, turns a
     /// sample into a full scan, and records the effective contract with the run, all before a
     /// page is fetched. Returns the writer and the run.

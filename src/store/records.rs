@@ -102,7 +102,7 @@ struct RunRecordV1 {
 }
 
 /// The fixed codes of the core's enums on disk (FORMAT.md §10). Adding a kind appends a code.
-const KINDS: [ViolationKind; 14] = [
+const KINDS: [ViolationKind; 17] = [
     ViolationKind::RepeatedCursor,
     ViolationKind::DuplicateId,
     ViolationKind::SnapshotChanged,
@@ -117,6 +117,9 @@ const KINDS: [ViolationKind; 14] = [
     ViolationKind::AccessDenied,
     ViolationKind::ExpiredCursor,
     ViolationKind::InvalidPage,
+    ViolationKind::ShardMissing,
+    ViolationKind::ShardConflict,
+    ViolationKind::ShardMismatch,
 ];
 const LIMITS: [Limit; 6] = [
     Limit::MaxPages,

@@ -143,6 +143,43 @@ impl<'s> RunWriter<'s> {
         }
     }
 
+    /// Writes a whole, finished run in one transaction: its record, every partition of its
+    /// ID and label sets, its content accumulators, its page log, the root and leaves. What
+    /// `merge` writes (the run of a plan, from its shards); the state is the reconciler's.
+    pub(crate) fn write_whole(
+        store: &'s mut Store,
+        new: NewRun,
+        rec: &Reconciler,
+        pages: Vec<PageLog>,
+        finished_at_ms: u64,
+    ) -> Result<RunId, WriteError> {
+        // A dropped writer's acknowledged pages are committed before anything else is.
+        store.settle()?;
+        let path = store.engine.path().to_owned();
+        let key = fresh_key().map_err(|f| f.into_write(&path))?;
+        let txn = store.write_txn()?;
+        let run = match allocate_run(store, &txn, &new, &key) {
+            Ok(run) => run,
+            Err(f) => return Err(store.poison(f)),
+        };
+        let mut w = RunWriter::open(store, run, new, key, None);
+        w.pending.pages = pages;
+        w.pending.partitions = rec.ids().partitions().map(|(p, _)| p).collect();
+        for (l, set) in rec.labels().iter().enumerate() {
+            // Labels per run are bounded by LABELS_PER_RUN_MAX (64).
+            let l = u32::try_from(l).unwrap_or(u32::MAX);
+            w.pending
+                .label_partitions
+                .extend(set.partitions().map(|(p, _)| (l, p)));
+        }
+        w.pending.content_leaves = rec.content().keys().copied().collect();
+        if let Err(f) = w.write_state(&txn, rec, StoredState::Finished, Some(finished_at_ms)) {
+            return Err(w.store.poison(f));
+        }
+        w.store.commit(txn)?;
+        Ok(run)
+    }
+
     /// The run this writer writes.
     #[must_use]
     pub fn run(&self) -> RunId {

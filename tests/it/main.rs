@@ -29,6 +29,9 @@ mod regressions;
 mod report;
 mod resume;
 mod scenarios;
+mod shards;
+#[cfg(feature = "postgres")]
+mod shards_postgres;
 mod stdout;
 mod store_files;
 mod util;

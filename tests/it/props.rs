@@ -366,13 +366,16 @@ fn documented_status(kind: ViolationKind) -> Status {
         | K::ContradictoryCompletion
         | K::CountMismatch
         | K::PartitionMismatch
-        | K::InvalidPage => Status::Failed,
+        | K::InvalidPage
+        | K::ShardConflict
+        | K::ShardMismatch => Status::Failed,
         K::MissingCompletionEvidence
         | K::TruncatedPage
         | K::LimitReached
         | K::PageFailed
         | K::AccessDenied
-        | K::ExpiredCursor => Status::Unknown,
+        | K::ExpiredCursor
+        | K::ShardMissing => Status::Unknown,
     }
 }
 

@@ -33,12 +33,18 @@ def canonical_json(v):
     return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def scope_json(source, tenant, query, order):
-    return canonical_json({"source": source, "tenant": tenant, "query": query, "order": order})
+def scope_json(source, tenant, query, order, key_range=None, shard=None):
+    # A shard's scope adds key_range and shard; an unsharded scope has neither key.
+    v = {"source": source, "tenant": tenant, "query": query, "order": order}
+    if key_range is not None:
+        v["key_range"] = key_range
+    if shard is not None:
+        v["shard"] = shard
+    return canonical_json(v)
 
 
-def query_digest(source, tenant, query, order):
-    return display(sha256(scope_json(source, tenant, query, order).encode("utf-8")))
+def query_digest(source, tenant, query, order, key_range=None, shard=None):
+    return display(sha256(scope_json(source, tenant, query, order, key_range, shard).encode("utf-8")))
 
 
 # --- cursor chain ------------------------------------------------------------------------
@@ -189,6 +195,16 @@ def main():
             "canonical_json": scope_json(source, tenant, query, order),
             "query_digest": query_digest(source, tenant, query, order),
         })
+    # A shard of a plan: the key range and the plan's reference are part of the scope.
+    key_range = {"lo": 131072, "hi": 18446744073709551615}
+    shard = {"plan": "sha256:" + "ab" * 32, "index": 3, "count": 8}
+    qd_vectors.append({
+        "name": "shard with key range",
+        "scope": {"source": "customers", "tenant": "acme", "query": None, "order": None,
+                  "key_range": key_range, "shard": shard},
+        "canonical_json": scope_json("customers", "acme", None, None, key_range, shard),
+        "query_digest": query_digest("customers", "acme", None, None, key_range, shard),
+    })
 
     chains = [
         ("no pages, no snapshot", qd_vectors[0]["query_digest"], None, []),

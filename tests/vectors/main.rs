@@ -9,8 +9,8 @@ use std::path::Path;
 use roaring::RoaringBitmap;
 use scanledger::digest;
 use scanledger::token::{self, Binding, Claims};
-use scanledger::Scope;
 use scanledger::{IdSet, RunId};
+use scanledger::{KeyRange, Scope, ShardRef};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
@@ -53,6 +53,14 @@ fn query_digest_vectors() {
             tenant: opt_str(&s["tenant"]),
             query: s["query"].clone(),
             order: s["order"].clone(),
+            key_range: s
+                .get("key_range")
+                .and_then(|r| KeyRange::new(r["lo"].as_u64()?, r["hi"].as_u64()?)),
+            shard: s.get("shard").map(|r| ShardRef {
+                plan: str_of(r, "plan").to_owned(),
+                index: u32::try_from(r["index"].as_u64().unwrap_or(0)).unwrap_or(0),
+                count: u32::try_from(r["count"].as_u64().unwrap_or(0)).unwrap_or(0),
+            }),
         };
         assert_eq!(
             digest::scope_json(&scope),

@@ -96,6 +96,25 @@ impl HttpSource {
         })
     }
 
+    /// Sends a shard's key range through the config's `key_range_params`.
+    ///
+    /// # Errors
+    /// `SourceError::Config` when a range is given and the config names no parameters for it.
+    pub fn with_key_range(
+        mut self,
+        path: &Path,
+        range: Option<crate::contract::KeyRange>,
+    ) -> Result<HttpSource, SourceError> {
+        self.config
+            .mapping
+            .bind_key_range(range)
+            .map_err(|e| SourceError::Config {
+                path: path.to_owned(),
+                problem: e.to_string(),
+            })?;
+        Ok(self)
+    }
+
     fn fatal(&self, problem: String) -> FetchError {
         FetchError::Fatal(SourceError::Config {
             path: self.path.clone(),

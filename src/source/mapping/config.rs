@@ -98,6 +98,15 @@ struct Raw {
     snapshot_param: Nullable<String>,
     #[serde(default, deserialize_with = "nullable")]
     after_param: Nullable<String>,
+    key_range_params: Option<RangeParams>,
+}
+
+/// `key_range_params`: the request parameters that ask the API for one slice of the keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RangeParams {
+    lo: String,
+    hi: String,
 }
 
 /// Every key the mapping reads; a source config splits its own keys from these.
@@ -122,6 +131,7 @@ pub const KEYS: &[&str] = &[
     "page_start",
     "snapshot_param",
     "after_param",
+    "key_range_params",
 ];
 
 fn s(v: &str) -> Nullable<String> {
@@ -306,6 +316,14 @@ pub(super) fn resolve(obj: &Map<String, Value>) -> Result<Mapping, ConfigError> 
         )?,
         snapshot_param: param("snapshot_param", raw.snapshot_param.or(p.snapshot_param))?,
         after_param: param("after_param", raw.after_param.or(p.after_param))?,
+        key_range_params: match raw.key_range_params {
+            None => None,
+            Some(r) => Some((
+                param("key_range_params", Some(Some(r.lo)))?.unwrap_or_default(),
+                param("key_range_params", Some(Some(r.hi)))?.unwrap_or_default(),
+            )),
+        },
+        key_range: None,
         select: Trie::default(),
     };
     m.check_param_names()?;

@@ -217,6 +217,10 @@ pub struct Mapping {
     page_size_param: Option<String>,
     snapshot_param: Option<String>,
     after_param: Option<String>,
+    /// The parameters (lo, hi) that ask for one key range, from `key_range_params`.
+    key_range_params: Option<(String, String)>,
+    /// The key range sent on every request (a shard's contract), bound by `bind_key_range`.
+    key_range: Option<crate::contract::KeyRange>,
     /// The paths `map_body` keeps when it parses (built from the pointers above).
     select: select::Trie,
 }

@@ -61,7 +61,31 @@ impl Mapping {
         if let (Some(name), Some(s)) = (&self.snapshot_param, &req.snapshot) {
             params.push((name.clone(), Value::from(s.as_str())));
         }
+        if let (Some((lo, hi)), Some(r)) = (&self.key_range_params, &self.key_range) {
+            params.push((lo.clone(), Value::from(r.lo)));
+            params.push((hi.clone(), Value::from(r.hi)));
+        }
         Ok(Call { params, position })
+    }
+
+    /// Sends `range` on every request through the config's `key_range_params` (the API
+    /// answers only the IDs `lo <= id < hi`); `None` sends nothing.
+    ///
+    /// # Errors
+    /// `ConfigError` at `key_range_params` when a range is asked of a config that names no
+    /// parameters for it: the API cannot be asked for a slice, so the scan is refused.
+    pub fn bind_key_range(
+        &mut self,
+        range: Option<crate::contract::KeyRange>,
+    ) -> Result<(), ConfigError> {
+        if range.is_some() && self.key_range_params.is_none() {
+            return Err(ConfigError {
+                key: "key_range_params".into(),
+                problem: "the contract has a key_range, but this config names no key_range_params {\"lo\": PARAM, \"hi\": PARAM}: the API cannot be asked for one slice of the keys, so the shard cannot be scanned".into(),
+            });
+        }
+        self.key_range = range;
+        Ok(())
     }
 
     fn position(&self, req: &Request) -> Result<Position, RequestError> {
@@ -104,6 +128,8 @@ impl Mapping {
             self.page_size_param.as_deref(),
             self.snapshot_param.as_deref(),
             self.after_param.as_deref(),
+            self.key_range_params.as_ref().map(|(lo, _)| lo.as_str()),
+            self.key_range_params.as_ref().map(|(_, hi)| hi.as_str()),
         ]
         .into_iter()
         .flatten()

@@ -116,6 +116,11 @@ impl McpSource {
                 .check_end_signal(contract.end_signal)
                 .map_err(|e| bad(e.to_string()))?;
         }
+        let mut config = config;
+        config
+            .mapping
+            .bind_key_range(contract.scope.key_range)
+            .map_err(|e| bad(e.to_string()))?;
         Ok(McpSource {
             path: path.to_owned(),
             config,

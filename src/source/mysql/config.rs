@@ -50,6 +50,8 @@ pub struct MysqlConfig {
     pub(crate) content: Vec<String>,
     /// A pause before every page but the first, milliseconds.
     pub(crate) pause_ms: u64,
+    /// A shard's key range (from the contract, never from the file).
+    pub(crate) key_range: Option<crate::contract::KeyRange>,
 }
 
 impl fmt::Debug for MysqlConfig {
@@ -64,6 +66,7 @@ impl fmt::Debug for MysqlConfig {
             .field("labels", &self.labels)
             .field("content", &self.content)
             .field("pause_ms", &self.pause_ms)
+            .field("key_range", &self.key_range)
             .finish()
     }
 }
@@ -231,6 +234,7 @@ impl MysqlConfig {
             labels,
             content,
             pause_ms,
+            key_range: None,
         })
     }
 

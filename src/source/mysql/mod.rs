@@ -82,6 +82,22 @@ impl MysqlSource {
         Ok(MysqlSource::new(MysqlConfig::open(path)?))
     }
 
+    /// Serves only the keys of `range` (a shard's contract): `WHERE key >= ? AND key < ?`
+    /// with bound parameters; a key column that is not an integer is refused at the first
+    /// page.
+    #[must_use]
+    pub fn with_key_range(mut self, range: Option<crate::contract::KeyRange>) -> MysqlSource {
+        self.config.key_range = range;
+        self
+    }
+
+    /// The key range's bounds, the first parameters of every statement but the NULL check.
+    fn range_params(&self) -> Vec<Value> {
+        self.config
+            .key_range
+            .map_or_else(Vec::new, |r| vec![Value::UInt(r.lo), Value::UInt(r.hi)])
+    }
+
     /// A source for a parsed config.
     #[must_use]
     pub fn new(config: MysqlConfig) -> MysqlSource {
@@ -239,14 +255,15 @@ impl MysqlSource {
             .ok_or_else(|| self.fatal("no plan".into()))?;
         let page_size = page_size.max(1);
         let limit = Value::UInt(u64::from(page_size) + 1);
-        let params = match after {
-            None => vec![limit],
+        let mut params = self.range_params();
+        match after {
+            None => params.push(limit),
             Some(k) => {
                 let key = value::key_param(plan.key_kind, k)
                     .map_err(|detail| FetchError::InvalidPage { detail })?;
-                vec![key, limit]
+                params.extend([key, limit]);
             }
-        };
+        }
         let Some(session) = self.session.as_mut() else {
             return Err(FetchError::ExpiredCursor);
         };
@@ -290,13 +307,56 @@ impl MysqlSource {
         })
     }
 
+    /// The smallest and largest key of the scope (an integer key), for `plan`; `None` for an
+    /// empty scope or a key that is not an integer. One statement on a fresh connection.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
+        let mut conn = self.connect().await?;
+        let Some(plan) = self.plan.clone() else {
+            return Ok(None);
+        };
+        if plan.key_kind != sql::KeyKind::Int {
+            return Ok(None);
+        }
+        let k = sql::quote(&self.config.key);
+        let scope = self
+            .config
+            .where_sql
+            .as_ref()
+            .map_or(String::new(), |w| format!(" WHERE (\n{w}\n)"));
+        let text = format!(
+            "SELECT CAST(MIN({k}) AS CHAR), CAST(MAX({k}) AS CHAR) FROM {}{scope}",
+            sql::table_ref(&self.config)
+        );
+        let row = conn.query_first::<Row, _>(text).await;
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, conn.disconnect()).await;
+        let row = row.map_err(|e| self.failed(&e))?;
+        let num = |v: Option<&Value>| -> Option<u64> {
+            match v {
+                Some(Value::Bytes(b)) => {
+                    let t = std::str::from_utf8(b).ok()?;
+                    // A negative key is below every ID: the span starts at 0.
+                    if t.starts_with('-') {
+                        Some(0)
+                    } else {
+                        t.parse().ok()
+                    }
+                }
+                _ => None,
+            }
+        };
+        Ok(row.and_then(|r| Some((num(r.as_ref(0))?, num(r.as_ref(1))?))))
+    }
+
     async fn count_scope(&mut self) -> Option<u64> {
         // A fresh connection and one statement: InnoDB answers a single SELECT from one read
         // view, so the count is of one consistent state of the scope.
         let mut conn = self.connect().await.ok()?;
         let sql = self.plan.as_ref()?.count_sql.clone();
         let n = conn
-            .exec_first::<Row, _, _>(sql, ())
+            .exec_first::<Row, _, _>(sql, self.range_params())
             .await
             .ok()
             .flatten()

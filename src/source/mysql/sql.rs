@@ -160,8 +160,22 @@ pub(crate) fn plan(
             select.push_str(&format!(", {q}"));
         }
     }
+    if c.key_range.is_some() && key_kind != KeyKind::Int {
+        return Err(format!(
+            "key column {} is {}: a contract's key_range needs an integer key",
+            quote(&key.name),
+            key.column_type
+        ));
+    }
     let from = format!(" FROM {}", table_ref(c));
-    let scope = c.where_sql.as_ref().map(|w| format!("(\n{w}\n)"));
+    // A shard's range is two bound parameters ahead of the page's own (`?` are positional):
+    // `key >= ? AND key < ?` (`range_params`).
+    let scope = match (&c.where_sql, c.key_range.is_some()) {
+        (Some(w), true) => Some(format!("(\n{w}\n) AND {k} >= ? AND {k} < ?")),
+        (None, true) => Some(format!("{k} >= ? AND {k} < ?")),
+        (Some(w), false) => Some(format!("(\n{w}\n)")),
+        (None, false) => None,
+    };
     let with = |extra: &str| match (&scope, extra.is_empty()) {
         (None, true) => String::new(),
         (None, false) => format!(" WHERE {extra}"),
@@ -179,7 +193,12 @@ pub(crate) fn plan(
             with(&format!("{k} > ?"))
         ),
         count_sql: format!("SELECT COUNT(*){from}{}", with("")),
-        null_keys_sql: format!("SELECT COUNT(*){from}{}", with(&format!("{k} IS NULL"))),
+        // Over the whole scope, with no range (and so no parameter): a NULL key is in no
+        // shard, and makes every one of them incomplete.
+        null_keys_sql: match &c.where_sql {
+            Some(w) => format!("SELECT COUNT(*){from} WHERE (\n{w}\n) AND {k} IS NULL"),
+            None => format!("SELECT COUNT(*){from} WHERE {k} IS NULL"),
+        },
     })
 }
 

@@ -57,6 +57,8 @@ pub struct PostgresSource {
     config: PgConfig,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     session: Option<Session>,
+    /// A shard's key range, as the statements' bounds: first key and last key (inclusive).
+    key_range: Option<(i64, i64)>,
 }
 
 impl std::fmt::Debug for PostgresSource {
@@ -179,7 +181,23 @@ impl PostgresSource {
             config,
             tls,
             session: None,
+            key_range: None,
         })
+    }
+
+    /// Serves only the keys of `range` (a shard's contract): `WHERE key >= lo AND key < hi`
+    /// with bound parameters. A key column that is not an integer is refused at the first
+    /// page.
+    #[must_use]
+    pub fn with_key_range(mut self, range: Option<crate::contract::KeyRange>) -> PostgresSource {
+        self.key_range = range.map(|r| range_bounds(r.lo, r.hi));
+        self
+    }
+
+    /// The parameters the statements take after their own: the key range's bounds.
+    fn range_params(&self) -> Vec<i64> {
+        self.key_range
+            .map_or_else(Vec::new, |(lo, last)| vec![lo, last])
     }
 
     fn fatal(&self, problem: String) -> FetchError {
@@ -363,6 +381,77 @@ impl PostgresSource {
     }
 }
 
+impl PostgresSource {
+    /// Opens (and exports) the run's snapshot now and keeps it open for as long as this
+    /// source lives: a coordinator's snapshot (`plan --hold-snapshot`), which every shard's
+    /// source imports (`SET TRANSACTION SNAPSHOT`). Returns its ID as pages echo it.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses.
+    pub async fn hold_snapshot(&mut self) -> Result<String, FetchError> {
+        self.transaction(&Request::First, None).await?;
+        self.session
+            .as_ref()
+            .and_then(|s| s.txn.as_ref())
+            .map(|t| t.snapshot.clone())
+            .ok_or(FetchError::ServerError)
+    }
+
+    /// Checks that the held snapshot is still open (one `SELECT 1` in its transaction).
+    ///
+    /// # Errors
+    /// `FetchError` when the connection or its transaction is gone.
+    pub async fn keep_alive(&mut self) -> Result<(), FetchError> {
+        if self.session.as_ref().and_then(|s| s.txn.as_ref()).is_none() {
+            return Err(FetchError::ExpiredCursor);
+        }
+        call!(self, "keeping the snapshot", |c| c
+            .batch_execute("SELECT 1"))?;
+        Ok(())
+    }
+
+    /// The smallest and largest key of the scope in the current (or a fresh) snapshot, for
+    /// `plan`; `None` for an empty scope or a key that is not an integer.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
+        self.transaction(&Request::First, None).await?;
+        self.plan().await?;
+        let key = self
+            .session
+            .as_ref()
+            .and_then(|s| s.plan.as_ref())
+            .map(|p| p.key);
+        if !matches!(key, Some(KeyKind::Int2 | KeyKind::Int4 | KeyKind::Int8)) {
+            return Ok(None);
+        }
+        let text = sql::bounds(&self.config);
+        let row = call!(self, "reading the key's bounds", |c| c
+            .query_one(&text, &[]))?;
+        let lo: Option<i64> = row.get(0);
+        let hi: Option<i64> = row.get(1);
+        // A negative key is below every ID: the span starts at 0.
+        Ok(match (lo, hi) {
+            (Some(lo), Some(hi)) if hi >= 0 => Some((
+                u64::try_from(lo).unwrap_or(0),
+                u64::try_from(hi).unwrap_or(0),
+            )),
+            _ => None,
+        })
+    }
+}
+
+/// A half-open u64 range as inclusive bounds of an `int8` key: `[lo, hi)` is
+/// `lo <= key <= hi - 1`; a range past `i64::MAX` holds no `int8`, so it becomes an empty one.
+pub(crate) fn range_bounds(lo: u64, hi: u64) -> (i64, i64) {
+    match (i64::try_from(lo), hi.checked_sub(1)) {
+        (Ok(lo), Some(last)) => (lo, i64::try_from(last).unwrap_or(i64::MAX)),
+        // No key of the column is in the range: 0 <= key <= -1 holds for none.
+        _ => (0, -1),
+    }
+}
+
 /// An error and its causes, `: `-separated. The driver's messages never hold the DSN.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
@@ -401,7 +490,12 @@ impl PageSource for PostgresSource {
         self.transaction(&Request::First, None).await.ok()?;
         self.plan().await.ok()?;
         let stmt = self.session.as_ref()?.plan.as_ref()?.count.clone();
-        let row = call!(self, "counting", |c| c.query_one(&stmt, &[])).ok()?;
+        let range = self.range_params();
+        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = range
+            .iter()
+            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
+            .collect();
+        let row = call!(self, "counting", |c| c.query_one(&stmt, &params)).ok()?;
         u64::try_from(row.try_get::<_, i64>(0).ok()?).ok()
     }
 }

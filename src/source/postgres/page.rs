@@ -97,18 +97,25 @@ impl PostgresSource {
                     && p.page_size == req.page_size
                     && p.snapshot == snapshot
             });
+        let range = self.range_params();
         let rows = match (prefetched, &bound) {
             (Some(p), _) => {
                 let answer = p.answer;
                 call!(self, "reading a page", |_c| answer)?
             }
-            (None, None) => call!(self, "reading a page", |c| c.query(&first, &[&limit]))?,
+            (None, None) => {
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&limit];
+                params.extend(range.iter().map(|p| p as &(dyn ToSql + Sync)));
+                call!(self, "reading a page", |c| c.query(&first, &params))?
+            }
             (None, Some(key)) => {
                 let key: &(dyn ToSql + Sync) = match key {
                     KeyParam::Int(n) => n,
                     KeyParam::Text(s) => s,
                 };
-                call!(self, "reading a page", |c| c.query(&after, &[key, &limit]))?
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![key, &limit];
+                params.extend(range.iter().map(|p| p as &(dyn ToSql + Sync)));
+                call!(self, "reading a page", |c| c.query(&after, &params))?
             }
         };
         let content_kinds = self
@@ -163,12 +170,17 @@ impl PostgresSource {
         };
         let client = Arc::clone(&s.client);
         let key = bound.clone();
+        let range = self
+            .key_range
+            .map_or_else(Vec::new, |(lo, last)| vec![lo, last]);
         let mut answer: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(async move {
             let key: &(dyn ToSql + Sync) = match &key {
                 KeyParam::Int(n) => n,
                 KeyParam::Text(s) => s,
             };
-            client.query(&after, &[key, &limit]).await
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![key, &limit];
+            params.extend(range.iter().map(|p| p as &(dyn ToSql + Sync)));
+            client.query(&after, &params).await
         });
         // One poll hands the request to the connection, one poll of the connection writes
         // it to the socket; neither waits for the server.

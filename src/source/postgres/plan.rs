@@ -63,7 +63,13 @@ impl PostgresSource {
                 .collect();
         }
 
-        let texts = sql::statements(&self.config, key, &content);
+        if self.key_range.is_some() && !matches!(key, KeyKind::Int2 | KeyKind::Int4 | KeyKind::Int8)
+        {
+            return Err(self.fatal(format!(
+                "key: column {key_name:?} is of type {type_name}; a contract's key_range needs an integer key (smallint, integer or bigint)"
+            )));
+        }
+        let texts = sql::statements(&self.config, key, &content, self.key_range.is_some());
         let first = call!(self, "preparing the first-page query", |c| c
             .prepare(&texts.first))?;
         let after = call!(self, "preparing the page query", |c| c

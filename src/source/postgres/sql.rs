@@ -112,11 +112,12 @@ pub(crate) const KEY_PROBE: &str = "SELECT a.atttypid::oid, a.attnotnull, \
 
 /// The statement texts of one config.
 pub(crate) struct Statements {
-    /// The first page: `$1` the row limit.
+    /// The first page: `$1` the row limit (and with a key range `$2` its first key, `$3` its
+    /// last key).
     pub(crate) first: String,
-    /// A page after a key: `$1` the key, `$2` the row limit.
+    /// A page after a key: `$1` the key, `$2` the row limit (with a key range `$3`, `$4`).
     pub(crate) after: String,
-    /// `count(*)` of the scope.
+    /// `count(*)` of the scope (with a key range `$1`, `$2`).
     pub(crate) count: String,
     /// Whether a row of the scope has a NULL key (such a row cannot be reached by key).
     pub(crate) null_keys: String,
@@ -129,6 +130,16 @@ fn where_clause(config: &PgConfig) -> Option<String> {
 /// A label's select expression: NULL counts as false.
 pub(crate) fn label_expr(predicate: &str) -> String {
     format!("(({predicate}\n) IS TRUE)")
+}
+
+/// The scope's smallest and largest key, `int8` (an integer key only), for `plan`.
+pub(crate) fn bounds(config: &PgConfig) -> String {
+    let k = quote_ident(&config.key);
+    let scope = where_clause(config).map_or(String::new(), |w| format!(" WHERE {w}"));
+    format!(
+        "SELECT min({k})::int8, max({k})::int8 FROM {}{scope}",
+        config.table
+    )
 }
 
 /// A `where` check alone, to name the key when the server refuses it.
@@ -157,7 +168,16 @@ pub(crate) fn content_probe(config: &PgConfig) -> String {
 /// close to the rate of `COPY`. An aggregate's input order is not guaranteed by SQL, so
 /// integer and uuid keys are checked (and if need be sorted) by the decoder, and text keys,
 /// whose order is the column's collation, are ordered inside each aggregate.
-pub(crate) fn statements(config: &PgConfig, key: KeyKind, content: &[ContentKind]) -> Statements {
+///
+/// With `ranged`, every statement but the NULL-key check also keeps only the keys of a shard,
+/// `key >= $lo AND key <= $last` (bound parameters after the others; `last = hi - 1`, so the
+/// range's top can be `i64::MAX`).
+pub(crate) fn statements(
+    config: &PgConfig,
+    key: KeyKind,
+    content: &[ContentKind],
+    ranged: bool,
+) -> Statements {
     let k = quote_ident(&config.key);
     let mut inner = vec![format!("{k} AS sl_k")];
     let mut names = vec!["sl_k".to_owned()];
@@ -191,14 +211,30 @@ pub(crate) fn statements(config: &PgConfig, key: KeyKind, content: &[ContentKind
     let where_scope = scope
         .as_ref()
         .map_or(String::new(), |w| format!(" WHERE {w}"));
+    // The shard's range, its parameters numbered after each statement's own.
+    let range = |first_param: u32| {
+        format!(
+            "{k} >= ${first_param}::int8 AND {k} <= ${}::int8",
+            first_param + 1
+        )
+    };
+    let (first_scope, after_scope, count_scope) = if ranged {
+        (
+            format!(" WHERE {and_scope}{}", range(2)),
+            format!("{and_scope}{} AND ", range(3)),
+            format!(" WHERE {and_scope}{}", range(1)),
+        )
+    } else {
+        (where_scope.clone(), and_scope.clone(), where_scope)
+    };
     Statements {
         first: format!(
-            "SELECT {outer} FROM (SELECT {inner} FROM {table}{where_scope} ORDER BY {k} LIMIT $1::int8) sl_page"
+            "SELECT {outer} FROM (SELECT {inner} FROM {table}{first_scope} ORDER BY {k} LIMIT $1::int8) sl_page"
         ),
         after: format!(
-            "SELECT {outer} FROM (SELECT {inner} FROM {table} WHERE {and_scope}{k} > {bound} ORDER BY {k} LIMIT $2::int8) sl_page"
+            "SELECT {outer} FROM (SELECT {inner} FROM {table} WHERE {after_scope}{k} > {bound} ORDER BY {k} LIMIT $2::int8) sl_page"
         ),
-        count: format!("SELECT count(*) FROM {table}{where_scope}"),
+        count: format!("SELECT count(*) FROM {table}{count_scope}"),
         null_keys: format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE {and_scope}{k} IS NULL)"),
     }
 }

@@ -1,0 +1,463 @@
+//! `plan`, `scan --plan`, `merge`: one scan cut into shards that job runners scan side by
+//! side, and merged back into one run (docs/REFERENCE.md §11).
+//!
+//! `plan` writes `DIR/shard-K.json` (each an ordinary contract) and then `DIR/plan.json`, by
+//! rename, so a runner that waits for the plan sees it whole. With `--hold-snapshot` it stays
+//! up as the coordinator of a PostgreSQL snapshot until `DIR/release` appears (`merge` makes
+//! it), Ctrl-C, or its timeout, and says so on stderr. A shard scan of a store that already
+//! holds an attempt of its shard continues that attempt (or shows its receipt) rather than
+//! begin a second one, so a runner's retry is safe.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use scanledger::shard::{self, Plan, ShardStore, Split};
+use scanledger::{AnySource, Error, IdCodecKind, RunState, Status, Store, StoreOptions};
+
+use super::error::CliError;
+use super::output::count;
+use super::{receipt_exit, scan, show, Out, RunArg, WriteOpts};
+
+/// The environment variables a shard index is read from, and the runner that sets each.
+pub(crate) const SHARD_ENV: [(&str, &str); 3] = [
+    ("JOB_COMPLETION_INDEX", "a Kubernetes Indexed Job"),
+    ("SLURM_ARRAY_TASK_ID", "a Slurm job array"),
+    (
+        "SCANLEDGER_SHARD",
+        "a GitHub Actions matrix (env: SCANLEDGER_SHARD: ${{ matrix.shard }}) or any runner",
+    ),
+];
+
+/// The file `merge` makes beside a plan whose snapshot is held: the coordinator's signal.
+pub(crate) const RELEASE_FILE: &str = "release";
+
+/// Set by Ctrl-C while a coordinator holds its snapshot.
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// How often the coordinator checks its snapshot and the release file.
+const HOLD_POLL: Duration = Duration::from_millis(250);
+/// How often it runs a statement in the held transaction.
+const HOLD_PING: Duration = Duration::from_secs(15);
+
+/// The arguments of `plan`.
+#[derive(Debug)]
+pub(crate) struct PlanArgs {
+    pub contract: PathBuf,
+    pub source: String,
+    pub shards: u32,
+    pub out: PathBuf,
+    pub key_space: Option<String>,
+    pub hold_snapshot: bool,
+    pub hold_timeout_seconds: u64,
+}
+
+fn source_error(e: scanledger::SourceError) -> CliError {
+    CliError::from(Error::Source(e))
+}
+
+fn fetch_error(what: &str, e: &scanledger::FetchError) -> CliError {
+    match e {
+        scanledger::FetchError::Fatal(s) => CliError::usage(format!("{what}: {s}")),
+        other => CliError::usage(format!("{what}: the source answered {other:?}")),
+    }
+}
+
+/// `LO..HI` (inclusive, as `missing --range` reads it) as the span a plan divides.
+fn parse_key_space(text: &str) -> Result<(u64, u64), CliError> {
+    let bad = || {
+        CliError::usage(format!(
+            "--key-space: {:?} is not LO..HI (two non-negative integers, LO <= HI)",
+            scanledger::terminal_safe(text)
+        ))
+        .with_field("--key-space")
+    };
+    let (lo, hi) = text.split_once("..").ok_or_else(bad)?;
+    let lo: u64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: u64 = hi.trim().parse().map_err(|_| bad())?;
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
+    std::fs::write(path, text.as_bytes()).map_err(|e| CliError::io("write", path, &e))
+}
+
+fn random_hex16() -> Result<String, CliError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| {
+        CliError::internal(format!("cannot draw from the system's random source: {e}"))
+    })?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// `plan --contract FILE --source SPEC --shards N [--out DIR] [--key-space LO..HI]
+/// [--hold-snapshot]`.
+pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
+    let contract = scan::read_contract(&args.contract)?;
+    if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
+        return Err(CliError::usage(format!(
+            "{}: a contract to plan has no key_range and no shard (plan makes them)",
+            args.contract.display()
+        ))
+        .with_field("key_range"));
+    }
+    if contract.id_codec == IdCodecKind::String {
+        return Err(CliError::usage(
+            "the string codec cannot be sharded: its IDs are interned per store, so they have no key order to cut",
+        )
+        .with_field("id_codec"));
+    }
+    let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
+    let rt = scan::runtime()?;
+    let held = if args.hold_snapshot {
+        #[cfg(feature = "postgres")]
+        {
+            let AnySource::Postgres(pg) = &mut source else {
+                return Err(CliError::usage(
+                    "--hold-snapshot: only a postgres: source can share one snapshot with other processes (pg_export_snapshot)",
+                )
+                .with_field("--hold-snapshot"));
+            };
+            let id = rt
+                .block_on(pg.hold_snapshot())
+                .map_err(|e| fetch_error("--hold-snapshot", &e))?;
+            Some(id)
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            return Err(CliError::usage(
+                "--hold-snapshot needs the postgres feature",
+            ));
+        }
+    } else {
+        None
+    };
+    let snapshot_id = held.clone().or_else(|| contract.snapshot_id.clone());
+    let (split_by, lo, last) = match &args.key_space {
+        Some(text) => {
+            let (lo, hi) = parse_key_space(text)?;
+            ("given", lo, hi)
+        }
+        None => match rt
+            .block_on(source.key_bounds())
+            .map_err(|e| fetch_error("reading the key's bounds", &e))?
+        {
+            Some((lo, hi)) => ("min_max", lo, hi),
+            None => ("equal_width", 0, u64::MAX - 1),
+        },
+    };
+    let ranges = shard::split(lo, last, args.shards)
+        .map_err(|m| CliError::usage(m).with_field("--shards"))?;
+    let plan = Plan::new(
+        &contract,
+        &args.source,
+        snapshot_id,
+        held.is_some(),
+        Split {
+            by: split_by.to_owned(),
+            lo,
+            last,
+        },
+        ranges,
+        scanledger::rfc3339(scanledger::now_ms()),
+        random_hex16()?,
+    )
+    .map_err(CliError::internal)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| CliError::io("create", &args.out, &e))?;
+    let release = args.out.join(RELEASE_FILE);
+    if release.exists() {
+        std::fs::remove_file(&release).map_err(|e| CliError::io("remove", &release, &e))?;
+    }
+    for k in 0..args.shards {
+        let c = plan
+            .shard_contract(k)
+            .ok_or_else(|| CliError::internal(format!("the plan has no shard {k}")))?;
+        let text = serde_json::to_string_pretty(&c.to_value()).unwrap_or_default();
+        write_file(&args.out.join(format!("shard-{k}.json")), &text)?;
+    }
+    // Last, by rename: a runner that waits for plan.json never reads half of it.
+    let path = args.out.join("plan.json");
+    let tmp = args.out.join(".plan.json.tmp");
+    write_file(&tmp, &plan.to_json())?;
+    std::fs::rename(&tmp, &path).map_err(|e| CliError::io("rename", &path, &e))?;
+
+    let summary = serde_json::json!({
+        "plan": path.display().to_string(),
+        "plan_digest": plan.digest(),
+        "contract_digest": plan.contract_digest(),
+        "snapshot_id": plan.snapshot_id,
+        "snapshot_held": plan.snapshot_held,
+        "split": {"by": plan.split.by, "lo": plan.split.lo, "last": plan.split.last},
+        "shards": plan.shards.iter().enumerate().map(|(k, r)| serde_json::json!({
+            "index": k, "key_range": r.to_value(), "contract": args.out.join(format!("shard-{k}.json")).display().to_string(),
+        })).collect::<Vec<_>>(),
+    });
+    if out.json {
+        out.json_value(&summary)?;
+    } else {
+        let shown = path.display().to_string();
+        let shown = scanledger::terminal_safe(&shown);
+        let mut text = format!(
+            "plan {shown} ({}), {} by {}\n",
+            plan.digest(),
+            count(args.shards, "shard", "shards"),
+            plan.split.by
+        );
+        for (k, r) in plan.shards.iter().enumerate() {
+            text.push_str(&format!("  shard {k}: [{}, {})\n", r.lo, r.hi));
+        }
+        text.push_str(&format!(
+            "run each with: scanledger --store shard-K.redb scan --plan {shown} --shard K"
+        ));
+        out.emit(&text)?;
+    }
+    let Some(snapshot) = held else {
+        return Ok(0);
+    };
+    #[cfg(feature = "postgres")]
+    {
+        let AnySource::Postgres(pg) = &mut source else {
+            return Ok(0);
+        };
+        hold(pg, &rt, &snapshot, &release, args.hold_timeout_seconds)
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (snapshot, source);
+        Ok(0)
+    }
+}
+
+/// The coordinator: keeps the snapshot's transaction open until the release file appears,
+/// Ctrl-C, or the timeout; pings it so a lost snapshot is said at once.
+#[cfg(feature = "postgres")]
+fn hold(
+    pg: &mut scanledger::PostgresSource,
+    rt: &tokio::runtime::Runtime,
+    snapshot: &str,
+    release: &Path,
+    timeout_seconds: u64,
+) -> Result<i32, CliError> {
+    let _ = ctrlc::set_handler(|| RELEASE.store(true, Ordering::SeqCst));
+    let snapshot_shown = scanledger::terminal_safe(snapshot).into_owned();
+    let release_shown = release.display().to_string();
+    eprintln!(
+        "holding snapshot {snapshot_shown} for the plan's shards; waiting until {} exists (merge makes it), Ctrl-C, or {timeout_seconds} s",
+        scanledger::terminal_safe(&release_shown)
+    );
+    let start = Instant::now();
+    let mut pinged = Instant::now();
+    let why = loop {
+        if release.exists() {
+            break "the merge is done";
+        }
+        if RELEASE.load(Ordering::SeqCst) {
+            break "Ctrl-C";
+        }
+        if start.elapsed() >= Duration::from_secs(timeout_seconds) {
+            break "the hold timed out";
+        }
+        if pinged.elapsed() >= HOLD_PING {
+            pinged = Instant::now();
+            if let Err(e) = rt.block_on(pg.keep_alive()) {
+                eprintln!(
+                    "the held snapshot {snapshot_shown} is lost ({e:?}): shards that have not begun cannot import it, and a merge will show them"
+                );
+                return Ok(1);
+            }
+        }
+        std::thread::sleep(HOLD_POLL);
+    };
+    // The caller drops the source, which closes its connection and ends the transaction.
+    eprintln!("released snapshot {snapshot_shown}: {why}");
+    Ok(0)
+}
+
+/// Reads and checks a plan file.
+pub(crate) fn read_plan(path: &Path) -> Result<Plan, CliError> {
+    let text = scanledger::read_bounded(path, shard::PLAN_BYTES_MAX)
+        .map_err(|e| CliError::file(e, "read plan").with_kind("plan"))?;
+    Plan::from_json(&text).map_err(|e| {
+        CliError::usage(format!("{}: {e}", path.display()))
+            .with_kind("plan")
+            .with_field("--plan")
+    })
+}
+
+/// The shard index from the environment: exactly one of `SHARD_ENV` set, or several that
+/// agree.
+pub(crate) fn shard_from_env() -> Result<u32, CliError> {
+    let mut found: Vec<(&str, String)> = Vec::new();
+    for (name, _) in SHARD_ENV {
+        if let Ok(v) = std::env::var(name) {
+            found.push((name, v));
+        }
+    }
+    let names: Vec<&str> = SHARD_ENV.iter().map(|(n, _)| *n).collect();
+    let Some((first_name, first)) = found.first() else {
+        return Err(CliError::usage(format!(
+            "--shard-from-env: none of {} is set",
+            names.join(", ")
+        ))
+        .with_field("--shard-from-env")
+        .with_hint("set one, or pass --shard K"));
+    };
+    if let Some((name, v)) = found.iter().find(|(_, v)| v != first) {
+        return Err(CliError::usage(format!(
+            "--shard-from-env: {first_name}={} and {name}={} disagree",
+            scanledger::terminal_safe(first),
+            scanledger::terminal_safe(v)
+        ))
+        .with_field("--shard-from-env"));
+    }
+    first.trim().parse::<u32>().map_err(|_| {
+        CliError::usage(format!(
+            "--shard-from-env: {first_name}={} is not a shard index",
+            scanledger::terminal_safe(first)
+        ))
+        .with_field("--shard-from-env")
+    })
+}
+
+/// `scan --plan PLAN --shard K | --shard-from-env [--source SPEC]`.
+pub(crate) fn scan_shard(
+    out: &Out,
+    plan_path: &Path,
+    index: u32,
+    source: Option<&str>,
+    write: &WriteOpts,
+) -> Result<i32, CliError> {
+    let plan = read_plan(plan_path)?;
+    let Some(contract) = plan.shard_contract(index) else {
+        return Err(CliError::usage(format!(
+            "shard {index}: the plan has {} (0 to {})",
+            count(plan.shards.len() as u64, "shard", "shards"),
+            plan.shards.len().saturating_sub(1)
+        ))
+        .with_field("--shard"));
+    };
+    let spec = source.unwrap_or(&plan.source).to_owned();
+    // An attempt of this shard in this store already: continue it or show it, never a second.
+    if out.store.exists() {
+        let store = super::open_read(out)?;
+        let snap = store.read()?;
+        let mut found = None;
+        for r in snap.runs()? {
+            if r.state == RunState::Superseded {
+                continue;
+            }
+            let h = snap.header(r.run_id)?;
+            if h.contract.scope.shard == contract.scope.shard {
+                found = Some((r.run_id, r.state, r.coverage_status));
+                break;
+            }
+        }
+        drop(snap);
+        drop(store);
+        if let Some((run, state, status)) = found {
+            let done = state == RunState::Finished && status != Status::Unknown;
+            if done {
+                out.note(&format!(
+                    "{run} is this store's attempt of shard {index}; it is finished, so it is shown, not scanned again"
+                ));
+                return super::runs::receipt(out, RunArg::Id(run));
+            }
+            out.note(&format!(
+                "{run} is this store's attempt of shard {index}; continuing it"
+            ));
+            return scan::resume(
+                out,
+                RunArg::Id(run),
+                Some(spec),
+                &scanledger::Raise::default(),
+                write,
+            );
+        }
+    }
+    scan::scan_contract(out, contract, &spec, write)
+}
+
+/// `merge --plan PLAN --out STORE SHARD_STORE...`.
+pub(crate) fn merge(
+    out: &Out,
+    plan_path: &Path,
+    target: &Path,
+    shard_paths: &[PathBuf],
+) -> Result<i32, CliError> {
+    let plan = read_plan(plan_path)?;
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    if let Some(t) = canonical(target) {
+        if shard_paths
+            .iter()
+            .any(|p| canonical(p).as_ref() == Some(&t))
+        {
+            return Err(CliError::usage(format!(
+                "--out {}: the merged store cannot be one of the shard stores",
+                target.display()
+            ))
+            .with_field("--out"));
+        }
+    }
+    let mut opened: Vec<(PathBuf, Store)> = Vec::with_capacity(shard_paths.len());
+    for p in shard_paths {
+        let store = Store::open_read(p).map_err(CliError::from)?;
+        opened.push((p.clone(), store));
+    }
+    let mut views = Vec::with_capacity(opened.len());
+    for (p, store) in &opened {
+        views.push(ShardStore {
+            path: p.clone(),
+            snapshot: store.read()?,
+        });
+    }
+    let merged = shard::merge(&plan, &views).map_err(CliError::from)?;
+    drop(views);
+    drop(opened);
+    let mut store = Store::open(target, StoreOptions::new()).map_err(CliError::from)?;
+    let run = store.write_merged(
+        &plan.contract,
+        &merged.reconciler,
+        merged.pages,
+        merged.started_at_ms,
+        scanledger::now_ms(),
+    )?;
+    let receipt = store.read()?.receipt(run)?;
+    drop(store);
+    if plan.snapshot_held {
+        if let Some(dir) = plan_path.parent() {
+            let release = dir.join(RELEASE_FILE);
+            write_file(
+                &release,
+                &format!("{run} merged into {}\n", target.display()),
+            )?;
+        }
+    }
+    if out.json {
+        out.json_value(&serde_json::json!({
+            "plan_digest": plan.digest(),
+            "store": target.display().to_string(),
+            "shards": merged.shards,
+            "receipt": receipt,
+        }))?;
+    } else {
+        let mut text = show::receipt_text(&receipt);
+        text.push_str(&format!("\nshards of plan {}:\n", plan.digest()));
+        for s in &merged.shards {
+            text.push_str(&format!(
+                "  shard {}: {} {} {}\n",
+                s.index,
+                s.store.as_deref().map_or_else(
+                    || "-".to_owned(),
+                    |p| scanledger::terminal_safe(p).into_owned()
+                ),
+                s.run_id.as_deref().unwrap_or("no run"),
+                s.coverage_status.map_or("-", Status::as_str)
+            ));
+        }
+        out.emit(text.trim_end())?;
+    }
+    Ok(receipt_exit(&receipt))
+}

@@ -1,0 +1,417 @@
+//! A plan: one scan cut into shards of the key space, as one JSON file (docs/FORMAT.md §12).
+//!
+//! Pure: no IO, no clock (the caller gives the creation time and the nonce). A plan holds the
+//! base contract (the one every shard shares), the source to scan, the snapshot the shards pin
+//! to, and the shards' key ranges: disjoint, contiguous, aligned to partitions (2^16 IDs), from
+//! 0 to `u64::MAX` (exclusive), so they cover every ID but `u64::MAX` itself. Its digest is
+//! over its own canonical JSON without the `plan_digest` key; each shard's contract names it.
+//!
+//! Invariants (checked by `Plan::from_json` and `split`): at least one shard, at most
+//! `SHARDS_MAX`; `shards[0].lo == 0`, `shards[k].hi == shards[k + 1].lo`, the last `hi` is
+//! `u64::MAX`; every bound but the last is a multiple of `PARTITION_WIDTH`.
+
+use serde_json::{Map, Value};
+
+use crate::contract::{Contract, KeyRange, ShardRef, SHARDS_MAX};
+use crate::digest;
+use crate::idset::PARTITION_WIDTH;
+
+/// The `format` of a plan file this build writes and reads.
+pub const PLAN_FORMAT: &str = "scanledger-plan/1";
+/// Bytes of one plan file.
+pub const PLAN_BYTES_MAX: u64 = 4 * 1024 * 1024;
+
+const PLAN_KEYS: &[&str] = &[
+    "format",
+    "plan_digest",
+    "contract_digest",
+    "created_at",
+    "nonce",
+    "contract",
+    "source",
+    "snapshot_id",
+    "snapshot_held",
+    "split",
+    "shards",
+];
+
+/// How the shards' bounds were chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// `min_max` (the source's smallest and largest key), `given` (`--key-space`) or
+    /// `equal_width` (no statistics: the whole ID space).
+    pub by: String,
+    /// The first key of the span divided.
+    pub lo: u64,
+    /// The last key of the span divided (inclusive).
+    pub last: u64,
+}
+
+/// A plan of shards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The contract every shard shares (no key range, no shard reference).
+    pub contract: Contract,
+    /// The `--source` the shards scan, as given to `plan`.
+    pub source: String,
+    /// The snapshot every shard pins to; `None`: each shard pins its own, and the merged run
+    /// concludes at most about the live collection.
+    pub snapshot_id: Option<String>,
+    /// A coordinator holds the snapshot open (`plan --hold-snapshot`).
+    pub snapshot_held: bool,
+    /// How the bounds were chosen.
+    pub split: Split,
+    /// The shards' key ranges, in order.
+    pub shards: Vec<KeyRange>,
+    /// When the plan was made, RFC 3339.
+    pub created_at: String,
+    /// 16 random bytes as hex: two plans made alike are still two plans.
+    pub nonce: String,
+}
+
+/// A plan file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// Not strict JSON.
+    #[error("not a plan: {0}")]
+    Json(#[from] crate::json::JsonError),
+    /// A key is missing, unknown or of the wrong shape.
+    #[error("not a plan: key {key:?}: {problem}")]
+    Invalid {
+        /// The key.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The base contract is not a valid contract.
+    #[error("the plan's contract: {0}")]
+    Contract(#[from] crate::error::ContractError),
+    /// The recorded digest is not the plan's own: the file was edited.
+    #[error("the plan's digest {recorded} is not its content's ({computed}): the file was edited after it was made")]
+    Digest {
+        /// What the file says.
+        recorded: String,
+        /// What its content gives.
+        computed: String,
+    },
+    /// The shards do not cover the key space as a plan must.
+    #[error("the plan's shards: {0}")]
+    Shards(String),
+}
+
+fn bad(key: &str, problem: impl Into<String>) -> PlanError {
+    PlanError::Invalid {
+        key: key.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// Cuts the key space into `n` shards whose bounds divide `[lo, last]` into equal widths,
+/// each bound rounded down to a partition and at least one partition above the one before.
+///
+/// ```
+/// use scanledger::shard::split;
+/// let s = split(0, 1_000_000, 4).unwrap();
+/// assert_eq!(s.len(), 4);
+/// assert_eq!(s[0].lo, 0);
+/// assert_eq!(s[3].hi, u64::MAX);
+/// assert!(s.windows(2).all(|w| w[0].hi == w[1].lo && w[1].lo % 65536 == 0));
+/// ```
+///
+/// # Errors
+/// A sentence when `n` is 0 or above `SHARDS_MAX`, or `lo > last`.
+pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
+    if n == 0 || n > SHARDS_MAX {
+        return Err(format!("--shards: from 1 to {SHARDS_MAX}"));
+    }
+    if lo > last {
+        return Err(format!("the key space {lo}..{last} is empty"));
+    }
+    let span = u128::from(last) - u128::from(lo) + 1;
+    let mut bounds: Vec<u64> = vec![0];
+    for i in 1..u128::from(n) {
+        let candidate = u128::from(lo) + span * i / u128::from(n);
+        // candidate <= last + 1 <= 2^64, and aligned down it fits a u64 unless it is 2^64,
+        // which span * i / n < span rules out.
+        let aligned = u64::try_from(candidate).map_err(|_| "the key space overflows".to_owned())?
+            / PARTITION_WIDTH
+            * PARTITION_WIDTH;
+        let prev = bounds.last().copied().unwrap_or(0);
+        let floor = prev
+            .checked_add(PARTITION_WIDTH)
+            .ok_or_else(|| "too many shards for the key space".to_owned())?;
+        bounds.push(aligned.max(floor));
+    }
+    let top = bounds.last().copied().unwrap_or(0);
+    if top == u64::MAX {
+        return Err("too many shards for the key space".to_owned());
+    }
+    bounds.push(u64::MAX);
+    Ok(bounds
+        .windows(2)
+        .filter_map(|w| KeyRange::new(w[0], w[1]))
+        .collect())
+}
+
+/// Checks the shards' invariants (module docs).
+fn check_shards(shards: &[KeyRange]) -> Result<(), String> {
+    if shards.is_empty() || shards.len() > SHARDS_MAX as usize {
+        return Err(format!("from 1 to {SHARDS_MAX} shards"));
+    }
+    if shards[0].lo != 0 {
+        return Err("the first shard must begin at 0".to_owned());
+    }
+    if shards[shards.len() - 1].hi != u64::MAX {
+        return Err(format!("the last shard must end at {}", u64::MAX));
+    }
+    for (k, w) in shards.windows(2).enumerate() {
+        if w[0].hi != w[1].lo {
+            return Err(format!(
+                "shard {k} ends at {} but shard {} begins at {}",
+                w[0].hi,
+                k + 1,
+                w[1].lo
+            ));
+        }
+        if w[1].lo % PARTITION_WIDTH != 0 {
+            return Err(format!(
+                "shard {} begins at {}, not at a partition boundary (a multiple of {PARTITION_WIDTH})",
+                k + 1,
+                w[1].lo
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Plan {
+    /// The digest of the base contract, which every shard's contract shares.
+    #[must_use]
+    pub fn contract_digest(&self) -> String {
+        digest::contract_digest(&self.contract)
+    }
+
+    /// The plan's JSON without `plan_digest`: what the digest is over.
+    fn body(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("format".into(), Value::from(PLAN_FORMAT));
+        m.insert(
+            "contract_digest".into(),
+            Value::from(self.contract_digest()),
+        );
+        m.insert("created_at".into(), Value::from(self.created_at.clone()));
+        m.insert("nonce".into(), Value::from(self.nonce.clone()));
+        m.insert("contract".into(), self.contract.base().to_value());
+        m.insert("source".into(), Value::from(self.source.clone()));
+        m.insert(
+            "snapshot_id".into(),
+            self.snapshot_id.clone().map_or(Value::Null, Value::from),
+        );
+        m.insert("snapshot_held".into(), Value::from(self.snapshot_held));
+        m.insert(
+            "split".into(),
+            serde_json::json!({"by": self.split.by, "lo": self.split.lo, "last": self.split.last}),
+        );
+        m.insert(
+            "shards".into(),
+            Value::Array(
+                self.shards
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| {
+                        serde_json::json!({
+                            "index": k,
+                            "key_range": r.to_value(),
+                            "contract": format!("shard-{k}.json"),
+                        })
+                    })
+                    .collect(),
+            ),
+        );
+        m
+    }
+
+    /// `sha256:` + hex SHA-256 of the plan's canonical JSON without `plan_digest`.
+    #[must_use]
+    pub fn digest(&self) -> String {
+        digest::display(&digest::sha256(
+            digest::canonical_json(&Value::Object(self.body())).as_bytes(),
+        ))
+    }
+
+    /// The plan file's JSON (pretty), `plan_digest` included.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let mut m = self.body();
+        m.insert("plan_digest".into(), Value::from(self.digest()));
+        serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default()
+    }
+
+    /// The contract of shard `index`: the base contract with the shard's key range and a
+    /// reference to this plan; `None` past the last shard.
+    #[must_use]
+    pub fn shard_contract(&self, index: u32) -> Option<Contract> {
+        let range = *self.shards.get(index as usize)?;
+        let mut c = self.contract.base();
+        c.scope.key_range = Some(range);
+        c.scope.shard = Some(ShardRef {
+            plan: self.digest(),
+            index,
+            // Bounded by SHARDS_MAX on every path that makes a plan.
+            count: u32::try_from(self.shards.len()).unwrap_or(SHARDS_MAX),
+        });
+        Some(c)
+    }
+
+    /// Reads a plan file strictly: every key known and present, the digest its content's, the
+    /// shards a cover of the key space.
+    ///
+    /// # Errors
+    /// `PlanError` naming what is wrong.
+    pub fn from_json(text: &str) -> Result<Plan, PlanError> {
+        let v = crate::json::parse(text, crate::json::Numbers::Integers)?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("", "a plan is a JSON object"))?;
+        for k in obj.keys() {
+            if !PLAN_KEYS.contains(&k.as_str()) {
+                return Err(bad(k, "not a key of a plan"));
+            }
+        }
+        for k in PLAN_KEYS {
+            if !obj.contains_key(*k) {
+                return Err(bad(k, "missing"));
+            }
+        }
+        let text_of = |key: &str| -> Result<String, PlanError> {
+            obj.get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| bad(key, "must be a string"))
+        };
+        let format = text_of("format")?;
+        if format != PLAN_FORMAT {
+            return Err(bad(
+                "format",
+                format!("{format:?} is not read by this build (it reads {PLAN_FORMAT:?})"),
+            ));
+        }
+        let contract = Contract::from_value(obj.get("contract").unwrap_or(&Value::Null))?;
+        if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
+            return Err(bad(
+                "contract",
+                "the base contract has no key_range and no shard",
+            ));
+        }
+        let snapshot_id = match obj.get("snapshot_id") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Null) => None,
+            _ => return Err(bad("snapshot_id", "must be a string or null")),
+        };
+        let snapshot_held = obj
+            .get("snapshot_held")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| bad("snapshot_held", "must be true or false"))?;
+        let split_v = obj
+            .get("split")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("split", "must be an object"))?;
+        let split = Split {
+            by: split_v
+                .get("by")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad("split.by", "must be a string"))?
+                .to_owned(),
+            lo: split_v
+                .get("lo")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| bad("split.lo", "must be a non-negative integer"))?,
+            last: split_v
+                .get("last")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| bad("split.last", "must be a non-negative integer"))?,
+        };
+        let shards_v = obj
+            .get("shards")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("shards", "must be an array"))?;
+        if shards_v.len() > SHARDS_MAX as usize {
+            return Err(bad("shards", format!("more than {SHARDS_MAX}")));
+        }
+        let mut shards = Vec::with_capacity(shards_v.len());
+        for (k, s) in shards_v.iter().enumerate() {
+            let key = format!("shards[{k}]");
+            if s.get("index").and_then(Value::as_u64) != Some(k as u64) {
+                return Err(bad(&key, format!("index must be {k}")));
+            }
+            let r = s
+                .get("key_range")
+                .ok_or_else(|| bad(&key, "key_range is missing"))?;
+            let (Some(lo), Some(hi)) = (
+                r.get("lo").and_then(Value::as_u64),
+                r.get("hi").and_then(Value::as_u64),
+            ) else {
+                return Err(bad(&key, "key_range must be {\"lo\": LO, \"hi\": HI}"));
+            };
+            shards.push(KeyRange::new(lo, hi).ok_or_else(|| bad(&key, "lo must be below hi"))?);
+        }
+        check_shards(&shards).map_err(PlanError::Shards)?;
+        let plan = Plan {
+            contract,
+            source: text_of("source")?,
+            snapshot_id,
+            snapshot_held,
+            split,
+            shards,
+            created_at: text_of("created_at")?,
+            nonce: text_of("nonce")?,
+        };
+        let recorded = text_of("plan_digest")?;
+        let computed = plan.digest();
+        if recorded != computed {
+            return Err(PlanError::Digest { recorded, computed });
+        }
+        let recorded_contract = text_of("contract_digest")?;
+        if recorded_contract != plan.contract_digest() {
+            return Err(bad(
+                "contract_digest",
+                "is not the digest of the plan's contract",
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// A plan of `shards` over `contract` (its key range and shard reference dropped), with
+    /// the snapshot pinned into the base contract when there is one.
+    ///
+    /// # Errors
+    /// A sentence when the shards break the invariants.
+    #[allow(clippy::too_many_arguments)] // Each is one field of the plan file.
+    pub fn new(
+        contract: &Contract,
+        source: &str,
+        snapshot_id: Option<String>,
+        snapshot_held: bool,
+        split: Split,
+        shards: Vec<KeyRange>,
+        created_at: String,
+        nonce: String,
+    ) -> Result<Plan, String> {
+        check_shards(&shards)?;
+        let mut base = contract.base();
+        if snapshot_id.is_some() {
+            base.snapshot_id.clone_from(&snapshot_id);
+        }
+        Ok(Plan {
+            contract: base,
+            source: source.to_owned(),
+            snapshot_id,
+            snapshot_held,
+            split,
+            shards,
+            created_at,
+            nonce,
+        })
+    }
+}

@@ -1,0 +1,99 @@
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use super::*;
+use crate::contract::{Contract, KeyRange};
+use crate::idset::PARTITION_WIDTH;
+
+fn plan(n: u32) -> Plan {
+    Plan::new(
+        &Contract::new("customers"),
+        "sim:records=1000",
+        None,
+        false,
+        Split {
+            by: "min_max".into(),
+            lo: 1,
+            last: 1000,
+        },
+        split(1, 10_000_000, n).unwrap(),
+        "2026-12-01T00:00:00.000Z".into(),
+        "00".repeat(16),
+    )
+    .unwrap()
+}
+
+#[track_caller]
+fn check_cover(shards: &[KeyRange], n: usize) {
+    assert_eq!(shards.len(), n);
+    assert_eq!(shards[0].lo, 0);
+    assert_eq!(shards[n - 1].hi, u64::MAX);
+    for w in shards.windows(2) {
+        assert_eq!(w[0].hi, w[1].lo);
+        assert_eq!(w[1].lo % PARTITION_WIDTH, 0);
+        assert!(w[0].lo < w[0].hi);
+    }
+}
+
+#[test]
+fn splits_cover_the_key_space_on_partition_boundaries() {
+    check_cover(&split(0, 100_000_000, 8).unwrap(), 8);
+    // A span smaller than the shards' partitions still gives one partition per shard.
+    check_cover(&split(1, 1000, 8).unwrap(), 8);
+    check_cover(&split(0, u64::MAX, 64).unwrap(), 64);
+    check_cover(&split(0, 0, 1).unwrap(), 1);
+    assert!(split(5, 4, 2).is_err());
+    assert!(split(0, 10, 0).is_err());
+    assert!(split(0, 10, crate::contract::SHARDS_MAX + 1).is_err());
+    // Near the top of the space there is no room for another partition.
+    assert!(split(u64::MAX - 10, u64::MAX - 1, 3).is_err());
+    check_cover(&split(u64::MAX - 10, u64::MAX - 1, 2).unwrap(), 2);
+    // Equal by the statistics: 8 shards over 10 M dense IDs hold about 1.25 M each.
+    let s = split(0, 9_999_999, 8).unwrap();
+    let width = s[1].hi - s[1].lo;
+    assert!(width.abs_diff(1_250_000) <= PARTITION_WIDTH, "{width}");
+}
+
+#[test]
+fn a_plan_round_trips_and_refuses_an_edit() {
+    let p = plan(4);
+    let text = p.to_json();
+    let back = Plan::from_json(&text).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(back.digest(), p.digest());
+    // Any edit of the body (here a shard bound) breaks the digest.
+    let edited = text.replacen("\"lo\": 0", "\"lo\": 1", 1);
+    assert!(Plan::from_json(&edited).is_err());
+    let edited = text.replace("customers", "suppliers");
+    assert!(matches!(
+        Plan::from_json(&edited),
+        Err(PlanError::Digest { .. })
+    ));
+    // Two plans made alike differ by their nonce.
+    let mut q = plan(4);
+    q.nonce = "11".repeat(16);
+    assert_ne!(q.digest(), p.digest());
+}
+
+#[test]
+fn shard_contracts_share_the_base_digest_and_name_the_plan() {
+    let p = plan(3);
+    let base = crate::digest::contract_digest(&p.contract);
+    let mut qds = Vec::new();
+    for k in 0..3 {
+        let c = p.shard_contract(k).unwrap();
+        assert_eq!(crate::digest::contract_digest(&c), base);
+        assert_eq!(c.scope.shard.as_ref().unwrap().plan, p.digest());
+        assert_eq!(c.scope.key_range, Some(p.shards[k as usize]));
+        // The contract file round-trips, key range and shard included.
+        assert_eq!(Contract::from_value(&c.to_value()).unwrap(), c);
+        qds.push(crate::digest::query_digest(&c.scope));
+    }
+    assert!(p.shard_contract(3).is_none());
+    qds.sort();
+    qds.dedup();
+    assert_eq!(qds.len(), 3, "each shard's query digest is its own");
+    assert_ne!(
+        crate::digest::query_digest(&p.contract.scope),
+        crate::digest::query_digest(&p.shard_contract(0).unwrap().scope)
+    );
+}
