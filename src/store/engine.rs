@@ -334,6 +334,11 @@ impl Engine {
         result
     }
 
+    /// Whether a panic inside the storage engine closed this store: every later call fails.
+    pub(crate) fn closed(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
     /// Runs one call into redb: its error becomes a `Failure`, and so does a panic, which
     /// also closes the store (every later call fails with `Failure::Closed`).
     pub(crate) fn contain<T, E: Into<redb::Error>>(
@@ -344,7 +349,11 @@ impl Engine {
         if self.broken.load(Ordering::Relaxed) {
             return Err(Failure::Closed);
         }
-        match catch(f) {
+        match catch(|| {
+            #[cfg(test)]
+            fault::tick();
+            f()
+        }) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(op, e.into())),
             Err(message) => {
@@ -384,6 +393,45 @@ impl Drop for Engine {
             if let Some(file) = &self.file {
                 file.eject();
             }
+        }
+    }
+}
+
+/// The tests' engine fault: a panic inside `contain`, where redb panics on some damaged files
+/// (tests only; nothing of it is built into the library).
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static CALLS: Cell<u64> = const { Cell::new(0) };
+        static PANIC_AT: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// Calls into the engine on this thread so far.
+    pub(crate) fn calls() -> u64 {
+        CALLS.with(Cell::get)
+    }
+
+    /// The engine call `n` calls from now (0: the next) on this thread panics, once.
+    pub(crate) fn panic_in(n: u64) {
+        PANIC_AT.with(|p| p.set(Some(calls() + n)));
+    }
+
+    /// Disarms the fault.
+    pub(crate) fn disarm() {
+        PANIC_AT.with(|p| p.set(None));
+    }
+
+    pub(super) fn tick() {
+        let call = CALLS.with(|c| {
+            let n = c.get();
+            c.set(n + 1);
+            n
+        });
+        if PANIC_AT.with(Cell::get) == Some(call) {
+            disarm();
+            panic!("injected engine panic at call {call}");
         }
     }
 }

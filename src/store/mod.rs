@@ -666,8 +666,10 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if self.poisoned.load(Ordering::Relaxed) {
-            // What the journal holds stays for the next writer (or a reader's copy) to fold.
+        if self.poisoned.load(Ordering::Relaxed) || self.engine.closed() {
+            // What the journal holds stays for the next writer (or a reader's copy) to fold;
+            // after an engine panic the file is released, and the journal may be another
+            // writer's already.
             return;
         }
         if self.settle().is_ok() {
