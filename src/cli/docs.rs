@@ -48,6 +48,8 @@ fn rule_of(kind: ViolationKind) -> &'static str {
         K::AccessDenied => "R14",
         K::ExpiredCursor => "R15",
         K::InvalidPage => "R16",
+        // A kind this table does not know yet names no rule.
+        _ => "-",
     }
 }
 

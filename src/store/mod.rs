@@ -252,6 +252,7 @@ pub struct LoadedRun {
 
 /// Budgets a resume may raise.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Raise {
     /// New `max_pages`.
     pub max_pages: Option<u32>,
@@ -261,6 +262,33 @@ pub struct Raise {
     pub max_bytes: Option<u64>,
     /// New `deadline_seconds` for this session of the run.
     pub deadline_seconds: Option<u64>,
+}
+
+impl Raise {
+    /// Raise the page budget to `pages`.
+    #[must_use]
+    pub fn with_max_pages(mut self, pages: u32) -> Raise {
+        self.max_pages = Some(pages);
+        self
+    }
+    /// Raise the record budget to `records`.
+    #[must_use]
+    pub fn with_max_records(mut self, records: u64) -> Raise {
+        self.max_records = Some(records);
+        self
+    }
+    /// Raise the byte budget to `bytes`.
+    #[must_use]
+    pub fn with_max_bytes(mut self, bytes: u64) -> Raise {
+        self.max_bytes = Some(bytes);
+        self
+    }
+    /// Give this session of the run `seconds` seconds.
+    #[must_use]
+    pub fn with_deadline_seconds(mut self, seconds: u64) -> Raise {
+        self.deadline_seconds = Some(seconds);
+        self
+    }
 }
 
 /// An open store file: a writer (`open`) or a reader (`open_read`).

@@ -48,11 +48,12 @@ fn query_digest_vectors() {
     for v in &vectors {
         let name = str_of(v, "name");
         let s = &v["scope"];
-        let scope = Scope {
-            source: str_of(s, "source").to_owned(),
-            tenant: opt_str(&s["tenant"]),
-            query: s["query"].clone(),
-            order: s["order"].clone(),
+        let scope = {
+            let mut scope = Scope::new(str_of(s, "source"));
+            scope.tenant = opt_str(&s["tenant"]);
+            scope.query = s["query"].clone();
+            scope.order = s["order"].clone();
+            scope
         };
         assert_eq!(
             digest::scope_json(&scope),
