@@ -1,5 +1,6 @@
-//! The engine: the only code that calls redb. Opens files (for writing, or for reading without
-//! ever writing), begins transactions, and contains redb's panics on damaged files.
+//! The engine: opens files (for writing, or for reading without ever writing), creates a store
+//! whole, begins transactions, and contains redb's panics on damaged files: every call into
+//! redb, here or in a closure another module passes to `contain`, runs under `contain`.
 //!
 //! Invariants:
 //! - a read-only open never writes the file: a file a killed writer left unclean is read

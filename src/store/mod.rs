@@ -1,14 +1,14 @@
 //! The durable store: runs, page logs, partition bitmaps, labels and string dictionaries in one
 //! redb file (layout in docs/FORMAT.md §10).
 //!
-//! Roles: `engine` is the only code that calls redb (opening, transactions, containing its
-//! panics); `backend` is the file under it; `schema` the tables and the format record;
+//! Roles: `engine` opens files and begins transactions, and every call into redb runs inside
+//! its `contain` (which contains redb's panics); `backend` is the file under it; `schema` the tables and the format record;
 //! `records` the store's own value formats; `snapshot` a consistent read view (one read
 //! transaction per command); `writer` the one writer of one run.
 //!
 //! Invariants:
-//! - a checkpoint is one durable transaction holding the IDs, the counts and the request to
-//!   continue from together, so the stored request always matches the stored IDs; a crash
+//! - a checkpoint is one durable unit (a journal record, or a transaction) holding the IDs,
+//!   the counts and the request to continue from together, so the stored request always matches the stored IDs; a crash
 //!   re-fetches at most the pages since the last commit;
 //! - a run's pending (uncommitted) pages belong to its `RunWriter`, never to the `Store`;
 //! - a restart supersedes the old run and begins the new one in one transaction;
