@@ -98,18 +98,19 @@ fn contract(shape: Shape) -> Contract {
 }
 
 fn page_of(shape: Shape, ids: &[u64], i: usize) -> Page {
-    Page {
-        items: ids
+    {
+        let mut page = Page::default();
+        page.items = ids
             .iter()
             .map(|id| match shape {
                 Shape::Customer => Item::new(RawId::Str(format!("customer-{id}"))),
                 _ => Item::int(*id),
             })
-            .collect(),
+            .collect();
         // Never the end: a long traversal's steady state.
-        next: Some(format!("c{i}")),
-        size_bytes: 8 * ids.len() as u64,
-        ..Page::default()
+        page.next = Some(format!("c{i}"));
+        page.size_bytes = 8 * ids.len() as u64;
+        page
     }
 }
 

@@ -32,13 +32,14 @@ impl PageSource for ListSource {
     async fn fetch(&mut self, req: &PageRequest) -> Result<Page, scanledger::FetchError> {
         let offset: usize = req.request.cursor().map_or(0, |c| c.parse().unwrap_or(0));
         let end = (offset + PAGE_SIZE as usize).min(self.0.len());
-        Ok(Page {
-            items: self.0[offset..end]
+        Ok({
+            let mut page = Page::default();
+            page.items = self.0[offset..end]
                 .iter()
                 .map(|id| Item::int(*id))
-                .collect(),
-            next: (end < self.0.len()).then(|| end.to_string()),
-            ..Page::default()
+                .collect();
+            page.next = (end < self.0.len()).then(|| end.to_string());
+            page
         })
     }
 }
@@ -62,10 +63,11 @@ fn scan<S: PageSource>(store: &mut Store, source: &mut S) -> RunId {
 }
 
 fn sim(start: u64) -> SimSource {
-    SimSource::new(SimConfig {
-        records: RECORDS,
-        start,
-        ..SimConfig::default()
+    SimSource::new({
+        let mut config = SimConfig::default();
+        config.records = RECORDS;
+        config.start = start;
+        config
     })
 }
 

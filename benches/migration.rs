@@ -64,18 +64,19 @@ impl PageSource for Synth {
                 ])
                 .expect("hashable")
             });
-            items.push(Item {
-                content,
-                ..Item::new(RawId::Int(id))
+            let item = Item::new(RawId::Int(id));
+            items.push(match content {
+                Some(digest) => item.with_content(digest),
+                None => item,
             });
         }
         let next = (end < self.n).then(|| format!("after:{end}"));
-        Ok(Page {
-            items,
-            complete: Some(next.is_none()),
-            next,
-            snapshot: Some("synthetic".into()),
-            ..Page::default()
+        let page = Page::new(items)
+            .with_complete(next.is_none())
+            .with_snapshot("synthetic");
+        Ok(match next {
+            Some(cursor) => page.with_next(cursor),
+            None => page,
         })
     }
 }

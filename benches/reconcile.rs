@@ -46,10 +46,11 @@ fn pages_of(ids: &[u64]) -> Vec<Page> {
     let n_pages = ids.len().div_ceil(IDS_PER_PAGE);
     ids.chunks(IDS_PER_PAGE)
         .enumerate()
-        .map(|(i, chunk)| Page {
-            items: chunk.iter().copied().map(Item::int).collect(),
-            next: (i + 1 < n_pages).then(|| format!("c{i}")),
-            ..Page::default()
+        .map(|(i, chunk)| {
+            let mut page = Page::default();
+            page.items = chunk.iter().copied().map(Item::int).collect();
+            page.next = (i + 1 < n_pages).then(|| format!("c{i}"));
+            page
         })
         .collect()
 }

@@ -56,21 +56,18 @@ impl PageSource for PartitionSource {
             .map(|low| {
                 let id = base + low;
                 if low % 1_000 == 1 {
-                    Item {
-                        id: RawId::Int(id),
-                        labels: vec!["needs_migration".to_owned()],
-                        content: None,
-                    }
+                    Item::new(RawId::Int(id)).with_labels(vec!["needs_migration".to_owned()])
                 } else {
                     Item::int(id)
                 }
             })
             .collect();
-        Ok(Page {
-            items,
-            next: (p + 1 < PARTITIONS).then(|| (p + 1).to_string()),
-            snapshot: Some("customers-2026-11-29".to_owned()),
-            ..Page::default()
+        Ok({
+            let mut page = Page::default();
+            page.items = items;
+            page.next = (p + 1 < PARTITIONS).then(|| (p + 1).to_string());
+            page.snapshot = Some("customers-2026-11-29".to_owned());
+            page
         })
     }
 }

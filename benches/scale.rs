@@ -37,10 +37,11 @@ fn child(records: u64, random: bool, every: u32, dir: &Path) {
     let mut store = Store::open(&path, StoreOptions::new().checkpoint_every(every)).expect("store");
     let mut c = Contract::new("scale");
     c.page_size = 1_000;
-    let mut source = SimSource::new(SimConfig {
-        records,
-        random,
-        ..SimConfig::default()
+    let mut source = SimSource::new({
+        let mut config = SimConfig::default();
+        config.records = records;
+        config.random = random;
+        config
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()

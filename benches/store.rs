@@ -92,13 +92,10 @@ impl PageGen {
             }
         }
         self.pages_made += 1;
-        Page {
-            items,
-            // Never the end: the benches measure the steady state of a long traversal.
-            next: Some(format!("c{}", self.pages_made)),
-            size_bytes: 8 * IDS_PER_PAGE as u64,
-            ..Page::default()
-        }
+        // Never the end: the benches measure the steady state of a long traversal.
+        Page::new(items)
+            .with_next(format!("c{}", self.pages_made))
+            .with_size_bytes(8 * IDS_PER_PAGE as u64)
     }
 
     fn pages(&mut self, n: usize) -> Vec<Page> {

@@ -15,10 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     contract.expected_count = Some(2_500);
 
     // A source that answers every page: the inventory, with the receipt that proves it.
-    let mut healthy = SimSource::new(SimConfig {
-        records: 2_500,
-        ..SimConfig::default()
-    });
+    let mut healthy = SimSource::new(SimConfig::default().with_records(2_500));
     let inventory = rt
         .block_on(collect(&contract, &mut healthy))
         .map_err(|e| e.to_string())?;
@@ -30,11 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // A source whose second page fails on every retry: no inventory, only the reasons.
-    let mut broken = SimSource::new(SimConfig {
-        records: 2_500,
-        fail_at: Some(2),
-        ..SimConfig::default()
-    });
+    let mut broken = SimSource::new(SimConfig::default().with_records(2_500).with_fail_at(2));
     match rt.block_on(collect(&contract, &mut broken)) {
         Ok(_) => return Err("a failed page must never give an inventory".into()),
         Err(incomplete) => {

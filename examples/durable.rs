@@ -22,10 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut contract = Contract::new("customers");
     contract.limits.max_pages = Some(20);
     let source = || {
-        SimSource::new(SimConfig {
-            records: 5_000,
-            label_every: Some(100),
-            ..SimConfig::default()
+        SimSource::new({
+            let mut config = SimConfig::default();
+            config.records = 5_000;
+            config.label_every = Some(100);
+            config
         })
     };
 
@@ -40,10 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(first.receipt().coverage_status, Status::Unknown);
 
     // Raise the budget and continue from the stored cursor.
-    let raise = Raise {
-        max_pages: Some(100),
-        ..Raise::default()
-    };
+    let raise = Raise::default().with_max_pages(100);
     let done = rt.block_on(resume(&mut store, run, &raise, &mut source()))?;
     println!(
         "{run}: {} with {} unique IDs",

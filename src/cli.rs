@@ -571,12 +571,11 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             deadline_seconds,
             write,
         } => {
-            let raise = scanledger::Raise {
-                max_pages,
-                max_records,
-                max_bytes,
-                deadline_seconds,
-            };
+            let mut raise = scanledger::Raise::default();
+            raise.max_pages = max_pages;
+            raise.max_records = max_records;
+            raise.max_bytes = max_bytes;
+            raise.deadline_seconds = deadline_seconds;
             scan::resume(out, run, source, &raise, &write)
         }
         Command::Runs {
@@ -639,8 +638,9 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
 pub(crate) fn status_exit(s: Status) -> i32 {
     match s {
         Status::Verified => 0,
-        Status::Unknown => 3,
         Status::Failed => 4,
+        // A status this build does not know yet is no verdict: unknown.
+        Status::Unknown | _ => 3,
     }
 }
 

@@ -53,6 +53,7 @@ const _: () = assert!(VIOLATIONS_KEPT_MAX >= 16);
 
 /// What a scan enumerates: the scope's fields feed the query digest.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Scope {
     /// Name of the tool or table.
     pub source: String,
@@ -128,6 +129,21 @@ impl ShardRef {
 
 /// Shards one plan may have.
 pub const SHARDS_MAX: u32 = 4096;
+
+impl Scope {
+    /// The scope of a source with no tenant, query or order.
+    #[must_use]
+    pub fn new(source: &str) -> Scope {
+        Scope {
+            source: source.to_owned(),
+            tenant: None,
+            query: Value::Null,
+            order: Value::Null,
+            key_range: None,
+            shard: None,
+        }
+    }
+}
 
 /// How the end of a traversal is signalled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -207,6 +223,7 @@ pub enum SnapshotPolicy {
 
 /// Traversal budgets. `None` means the crate-wide bound only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// Pages to observe before `limit_reached` (pages).
     pub max_pages: Option<u32>,
@@ -223,6 +240,42 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Stop after `pages` pages (`limit_reached`).
+    #[must_use]
+    pub fn with_max_pages(mut self, pages: u32) -> Limits {
+        self.max_pages = Some(pages);
+        self
+    }
+    /// Stop after `records` items.
+    #[must_use]
+    pub fn with_max_records(mut self, records: u64) -> Limits {
+        self.max_records = Some(records);
+        self
+    }
+    /// Stop after `bytes` bytes of page responses.
+    #[must_use]
+    pub fn with_max_bytes(mut self, bytes: u64) -> Limits {
+        self.max_bytes = Some(bytes);
+        self
+    }
+    /// Stop after `seconds` seconds of wall time.
+    #[must_use]
+    pub fn with_deadline_seconds(mut self, seconds: u64) -> Limits {
+        self.deadline_seconds = Some(seconds);
+        self
+    }
+    /// Give one page request `ms` milliseconds before it counts as a timeout.
+    #[must_use]
+    pub fn with_page_timeout_ms(mut self, ms: u64) -> Limits {
+        self.page_timeout_ms = Some(ms);
+        self
+    }
+    /// Retry a failed page request `retries` times.
+    #[must_use]
+    pub fn with_retries(mut self, retries: u32) -> Limits {
+        self.retries = Some(retries);
+        self
+    }
     /// The per-page timeout in force.
     #[must_use]
     pub fn page_timeout_ms(&self) -> u64 {
@@ -242,6 +295,7 @@ impl Limits {
 
 /// One execution plan: scope, snapshot, expectations, budgets, rules and policies.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Contract {
     /// What is enumerated.
     pub scope: Scope,
@@ -308,14 +362,7 @@ impl Contract {
     #[must_use]
     pub fn new(source: &str) -> Contract {
         Contract {
-            scope: Scope {
-                source: source.to_owned(),
-                tenant: None,
-                query: Value::Null,
-                order: Value::Null,
-                key_range: None,
-                shard: None,
-            },
+            scope: Scope::new(source),
             snapshot_id: None,
             expected_count: None,
             expected_partitions: None,
@@ -328,6 +375,79 @@ impl Contract {
             on_expired_cursor: ExpiredPolicy::Block,
             on_snapshot_change: SnapshotPolicy::Block,
         }
+    }
+
+    /// The same contract for this tenant.
+    #[must_use]
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Contract {
+        self.scope.tenant = Some(tenant.into());
+        self
+    }
+    /// The same contract with these filters (any JSON; part of the query digest).
+    #[must_use]
+    pub fn with_query(mut self, query: Value) -> Contract {
+        self.scope.query = query;
+        self
+    }
+    /// The same contract with this sort (any JSON; part of the query digest).
+    #[must_use]
+    pub fn with_order(mut self, order: Value) -> Contract {
+        self.scope.order = order;
+        self
+    }
+    /// The same contract pinned to this snapshot.
+    #[must_use]
+    pub fn with_snapshot_id(mut self, snapshot: impl Into<String>) -> Contract {
+        self.snapshot_id = Some(snapshot.into());
+        self
+    }
+    /// The same contract expecting this many unique IDs.
+    #[must_use]
+    pub fn with_expected_count(mut self, count: u64) -> Contract {
+        self.expected_count = Some(count);
+        self
+    }
+    /// The same contract asking `items` items per page.
+    #[must_use]
+    pub fn with_page_size(mut self, items: u32) -> Contract {
+        self.page_size = items;
+        self
+    }
+    /// The same contract with these budgets.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Contract {
+        self.limits = limits;
+        self
+    }
+    /// The same contract with this end signal.
+    #[must_use]
+    pub fn with_end_signal(mut self, end: EndSignal) -> Contract {
+        self.end_signal = end;
+        self
+    }
+    /// The same contract with this ID codec.
+    #[must_use]
+    pub fn with_id_codec(mut self, codec: IdCodecKind) -> Contract {
+        self.id_codec = codec;
+        self
+    }
+    /// The same contract with this stopping rule.
+    #[must_use]
+    pub fn with_mode(mut self, mode: Mode) -> Contract {
+        self.mode = mode;
+        self
+    }
+    /// The same contract with this policy on an expired cursor.
+    #[must_use]
+    pub fn with_on_expired_cursor(mut self, policy: ExpiredPolicy) -> Contract {
+        self.on_expired_cursor = policy;
+        self
+    }
+    /// The same contract with this policy on a changed snapshot.
+    #[must_use]
+    pub fn with_on_snapshot_change(mut self, policy: SnapshotPolicy) -> Contract {
+        self.on_snapshot_change = policy;
+        self
     }
 
     /// Parses and validates a contract from its JSON text (the keys: docs/REFERENCE.md §3).
@@ -784,6 +904,7 @@ pub enum RawId {
 /// One item of a page: an ID, the labels the source attached to it, and optionally the
 /// digest of its content (`content::record_hash`) when the source config names content.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Item {
     /// The item's ID in its original form.
     pub id: RawId,
@@ -811,8 +932,24 @@ impl Item {
     }
 }
 
+impl Item {
+    /// The same item with these labels.
+    #[must_use]
+    pub fn with_labels(mut self, labels: Vec<String>) -> Item {
+        self.labels = labels;
+        self
+    }
+    /// The same item with this content digest (`content::record_hash`).
+    #[must_use]
+    pub fn with_content(mut self, digest: [u8; 32]) -> Item {
+        self.content = Some(digest);
+        self
+    }
+}
+
 /// One response of a source.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Page {
     /// The items, in source order.
     pub items: Vec<Item>,
@@ -831,6 +968,66 @@ pub struct Page {
     pub total: Option<u64>,
     /// Size of the response on the wire.
     pub size_bytes: u64,
+}
+
+impl Page {
+    /// A page of these items, with no cursor (a last page, by the `no_cursor` end signal)
+    /// and nothing else echoed.
+    ///
+    /// ```
+    /// use scanledger::{Item, Page};
+    /// let p = Page::new(vec![Item::int(1), Item::int(2)]).with_next("c2").with_size_bytes(40);
+    /// assert_eq!(p.next.as_deref(), Some("c2"));
+    /// ```
+    #[must_use]
+    pub fn new(items: Vec<Item>) -> Page {
+        Page {
+            items,
+            ..Page::default()
+        }
+    }
+    /// The cursor to continue from.
+    #[must_use]
+    pub fn with_next(mut self, cursor: impl Into<String>) -> Page {
+        self.next = Some(cursor.into());
+        self
+    }
+    /// The source's explicit completion flag.
+    #[must_use]
+    pub fn with_complete(mut self, complete: bool) -> Page {
+        self.complete = Some(complete);
+        self
+    }
+    /// The snapshot the source says it served.
+    #[must_use]
+    pub fn with_snapshot(mut self, snapshot: impl Into<String>) -> Page {
+        self.snapshot = Some(snapshot.into());
+        self
+    }
+    /// The query the source says it ran.
+    #[must_use]
+    pub fn with_query(mut self, query: Value) -> Page {
+        self.query = Some(query);
+        self
+    }
+    /// Whether the source warned that it cut the page short.
+    #[must_use]
+    pub fn with_truncated(mut self, truncated: bool) -> Page {
+        self.truncated = truncated;
+        self
+    }
+    /// The total the source says the scope holds.
+    #[must_use]
+    pub fn with_total(mut self, total: u64) -> Page {
+        self.total = Some(total);
+        self
+    }
+    /// The size of the response on the wire, in bytes.
+    #[must_use]
+    pub fn with_size_bytes(mut self, bytes: u64) -> Page {
+        self.size_bytes = bytes;
+        self
+    }
 }
 
 #[cfg(test)]

@@ -11,10 +11,40 @@
 //! ```
 //! use scanledger::{collect, Contract, RawId, SimConfig, SimSource, Status};
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-//! let mut source = SimSource::new(SimConfig { records: 1_000, ..SimConfig::default() });
+//! let mut source = SimSource::new(SimConfig::default().with_records(1_000));
 //! let inventory = rt.block_on(collect(&Contract::new("customers"), &mut source)).unwrap();
 //! assert_eq!(inventory.receipt().coverage_status, Status::Verified);
 //! assert_eq!(inventory.ids().count(), 1_000);
+//! ```
+//!
+//! Building the values a library user hands in: the structs and enums a later release may
+//! extend (`Contract`, `Scope`, `Limits`, `Page`, `Item`, `SimConfig`, `Raise`, `Receipt`,
+//! `Status`, `ViolationKind`, `Limit`, and every error) are `#[non_exhaustive]`, so they are
+//! built from a constructor or `Default` and then `with_*` methods (or by assigning their
+//! public fields), never by a struct literal, and a `match` on one of the enums ends with a
+//! `_` arm:
+//!
+//! ```
+//! use scanledger::{Contract, EndSignal, Item, Limits, Page, Raise, Reconciler, Status};
+//! let contract = Contract::new("customers")
+//!     .with_tenant("acme")
+//!     .with_page_size(2)
+//!     .with_end_signal(EndSignal::CursorAbsent)
+//!     .with_limits(Limits::default().with_max_pages(10).with_retries(2));
+//! assert_eq!(contract.limits.max_pages(), 10);
+//! let mut rec = Reconciler::new(&contract);
+//! rec.observe(&Page::new(vec![Item::int(1), Item::int(2)]).with_next("c1"));
+//! rec.observe(&Page::new(vec![Item::int(3).with_labels(vec!["vip".into()])]));
+//! assert_eq!(rec.status(), Status::Verified);
+//! let exit = match rec.status() {
+//!     Status::Verified => 0,
+//!     Status::Failed => 4,
+//!     // `unknown`, and any status a later release adds: no verdict.
+//!     _ => 3,
+//! };
+//! assert_eq!(exit, 0);
+//! let raise = Raise::default().with_max_pages(100);
+//! assert_eq!(raise.max_pages, Some(100));
 //! ```
 //!
 //! For agents (default feature `mcp`): [`McpSource`] pages an MCP tool, `mcp::Server` serves
@@ -32,7 +62,7 @@
 //! # std::fs::create_dir_all(&dir).unwrap();
 //! let mut store = Store::open(&dir.join("scans.redb"), StoreOptions::new()).unwrap();
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-//! let mut source = SimSource::new(SimConfig { records: 5_000, ..SimConfig::default() });
+//! let mut source = SimSource::new(SimConfig::default().with_records(5_000));
 //! let done = rt.block_on(scan(&Contract::new("customers"), &mut source, &mut store)).unwrap();
 //! let snapshot = store.read().unwrap();
 //! let receipt = snapshot.receipt(done.meta.run_id).unwrap();

@@ -105,6 +105,7 @@ pub struct LabelSummary {
 /// The completeness receipt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Receipt {
     /// The run.
     pub run_id: String,

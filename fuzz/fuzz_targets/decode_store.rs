@@ -40,22 +40,24 @@ fn page(ids: Vec<RawId>, next: Option<&str>, labeled: bool) -> Page {
     let items = ids
         .into_iter()
         .enumerate()
-        .map(|(i, id)| Item {
-            id,
-            labels: if labeled && i % 3 == 0 {
+        .map(|(i, id)| {
+            let mut item = Item::new(id);
+            item.labels = if labeled && i % 3 == 0 {
                 vec!["needs_migration".to_owned()]
             } else {
                 Vec::new()
-            },
-            content: None,
+            };
+            item.content = None;
+            item
         })
         .collect();
-    Page {
-        items,
-        next: next.map(str::to_owned),
-        snapshot: Some("snap-1".to_owned()),
-        size_bytes: 100,
-        ..Page::default()
+    {
+        let mut page = Page::default();
+        page.items = items;
+        page.next = next.map(str::to_owned);
+        page.snapshot = Some("snap-1".to_owned());
+        page.size_bytes = 100;
+        page
     }
 }
 

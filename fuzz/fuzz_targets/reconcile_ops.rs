@@ -76,10 +76,11 @@ impl ItemEvent {
         } else {
             Vec::new()
         };
-        Item {
-            id: RawId::Int(self.id()),
-            labels,
-            content: None,
+        {
+            let mut item = Item::new(RawId::Int(self.id()));
+            item.labels = labels;
+            item.content = None;
+            item
         }
     }
 }
@@ -113,22 +114,24 @@ fn contract(input: &Input) -> Contract {
 }
 
 fn page(e: &Event) -> Page {
-    Page {
-        items: e.items.0.iter().map(ItemEvent::item).collect(),
-        next: e.next.map(|n| match n % 9 {
+    {
+        let mut page = Page::default();
+        page.items = e.items.0.iter().map(ItemEvent::item).collect();
+        page.next = e.next.map(|n| match n % 9 {
             8 => String::new(),
             k => format!("c{k}"),
-        }),
-        complete: e.complete,
-        snapshot: e.snapshot.map(|s| SNAPSHOTS[usize::from(s) % 3].to_owned()),
-        query: e.query.map(|q| match q % 3 {
+        });
+        page.complete = e.complete;
+        page.snapshot = e.snapshot.map(|s| SNAPSHOTS[usize::from(s) % 3].to_owned());
+        page.query = e.query.map(|q| match q % 3 {
             0 => Value::Null,
             1 => serde_json::json!({}),
             _ => serde_json::json!({ "a": 1 }),
-        }),
-        truncated: e.truncated,
-        size_bytes: u64::from(e.size_bytes),
-        total: e.total.map(u64::from),
+        });
+        page.truncated = e.truncated;
+        page.size_bytes = u64::from(e.size_bytes);
+        page.total = e.total.map(u64::from);
+        page
     }
 }
 

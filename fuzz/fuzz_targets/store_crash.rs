@@ -117,25 +117,27 @@ fn page(
     let items = ids
         .iter()
         .enumerate()
-        .map(|(j, id)| Item {
-            id: if string {
+        .map(|(j, id)| {
+            let mut item = Item::new(if string {
                 RawId::Str(format!("s-{id}"))
             } else {
                 RawId::Int(*id)
-            },
-            labels: if labelled && j % 2 == 0 {
+            });
+            item.labels = if labelled && j % 2 == 0 {
                 vec!["l".to_owned()]
             } else {
                 Vec::new()
-            },
-            content: None,
+            };
+            item.content = None;
+            item
         })
         .collect();
-    let p = Page {
-        items,
-        next: (!last).then(|| format!("c{}-{}", run.0, idx + 1)),
-        size_bytes: 8 * count,
-        ..Page::default()
+    let p = {
+        let mut page = Page::default();
+        page.items = items;
+        page.next = (!last).then(|| format!("c{}-{}", run.0, idx + 1));
+        page.size_bytes = 8 * count;
+        page
     };
     (p, ids)
 }

@@ -37,10 +37,11 @@ fn seed() -> &'static Seed {
             .enable_time()
             .build()
             .expect("runtime");
-        let mut source = SimSource::new(SimConfig {
-            records: 3_000,
-            label_every: Some(5),
-            ..SimConfig::default()
+        let mut source = SimSource::new({
+            let mut config = SimConfig::default();
+            config.records = 3_000;
+            config.label_every = Some(5);
+            config
         });
         let done = rt
             .block_on(scanledger::scan(

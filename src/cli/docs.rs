@@ -52,6 +52,8 @@ fn rule_of(kind: ViolationKind) -> &'static str {
         K::ExpiredCursor => "R15",
         K::InvalidPage => "R16",
         K::ShardMissing | K::ShardConflict | K::ShardMismatch => "merge",
+        // A kind this table does not know yet names no rule.
+        _ => "-",
     }
 }
 

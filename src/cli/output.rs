@@ -214,8 +214,9 @@ pub(crate) fn range_words(range: &str) -> String {
 pub(crate) fn status_style(s: Status) -> Style {
     match s {
         Status::Verified => AnsiColor::Green.on_default().bold(),
-        Status::Unknown => AnsiColor::Yellow.on_default().bold(),
         Status::Failed => AnsiColor::Red.on_default().bold(),
+        // A status this build does not know yet reads as unknown.
+        Status::Unknown | _ => AnsiColor::Yellow.on_default().bold(),
     }
 }
 

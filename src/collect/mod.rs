@@ -140,7 +140,7 @@ impl ScanResult {
 /// # std::fs::create_dir_all(&dir).unwrap();
 /// let mut store = Store::open(&dir.join("s.redb"), StoreOptions::new()).unwrap();
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-/// let mut source = SimSource::new(SimConfig { records: 250, ..SimConfig::default() });
+/// let mut source = SimSource::new(SimConfig::default().with_records(250));
 /// let done = rt.block_on(scan(&Contract::new("sim"), &mut source, &mut store)).unwrap();
 /// assert_eq!(done.reconciler.status(), Status::Verified);
 /// let receipt = store.read().unwrap().receipt(done.meta.run_id).unwrap();
@@ -503,10 +503,10 @@ impl std::error::Error for IncompleteRead {
 /// ```
 /// use scanledger::{collect, Contract, RawId, SimConfig, SimSource};
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-/// let mut ok = SimSource::new(SimConfig { records: 10, ..SimConfig::default() });
+/// let mut ok = SimSource::new(SimConfig::default().with_records(10));
 /// let inventory = rt.block_on(collect(&Contract::new("s"), &mut ok)).unwrap();
 /// assert_eq!(inventory.ids().next(), Some(RawId::Int(1)));
-/// let mut broken = SimSource::new(SimConfig { records: 500, fail_at: Some(2), ..SimConfig::default() });
+/// let mut broken = SimSource::new(SimConfig::default().with_records(500).with_fail_at(2));
 /// let err = rt.block_on(collect(&Contract::new("s"), &mut broken)).unwrap_err();
 /// assert_eq!(err.reasons[0].kind.as_str(), "page_failed");
 /// ```

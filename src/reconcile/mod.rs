@@ -128,7 +128,7 @@ impl Reconciler {
     /// ```
     /// use scanledger::{Contract, Item, Page, Reconciler, Step, Status};
     /// let mut r = Reconciler::new(&Contract::new("s"));
-    /// let page = Page { items: vec![Item::int(1), Item::int(2)], ..Page::default() };
+    /// let page = Page::new(vec![Item::int(1), Item::int(2)]);
     /// let seen = r.observe(&page);
     /// assert_eq!(seen.step, Step::Done);
     /// assert_eq!(seen.delta.partitions, vec![0]);

@@ -8,6 +8,7 @@ use crate::digest::{self, Hash};
 /// The coverage status of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Status {
     /// A collection-wide claim is allowed.
     Verified,
@@ -57,6 +58,7 @@ impl ConclusionScope {
 /// The kinds of violation of docs/REFERENCE.md §6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ViolationKind {
     /// R3.
     RepeatedCursor,
@@ -173,6 +175,7 @@ pub struct Violation {
 /// A budget that stopped a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Limit {
     /// `max_pages`.
     MaxPages,

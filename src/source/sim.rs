@@ -23,6 +23,7 @@ pub(crate) const SIM_RECORDS_MAX: u64 = 1 << 36;
 
 /// The parameters of a simulated collection.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SimConfig {
     /// Records in the collection.
     pub records: u64,
@@ -73,6 +74,20 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// A collection of `records` records, otherwise the defaults.
+    #[must_use]
+    pub fn with_records(mut self, records: u64) -> SimConfig {
+        self.records = records;
+        self
+    }
+
+    /// The same collection whose page `page` fails on every attempt.
+    #[must_use]
+    pub fn with_fail_at(mut self, page: u32) -> SimConfig {
+        self.fail_at = Some(page);
+        self
+    }
+
     /// Parses `KEY=VALUE,...`.
     ///
     /// # Errors

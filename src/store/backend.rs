@@ -22,6 +22,9 @@ const LIVENESS_BASE: u64 = (1 << 62) + (1 << 20);
 /// journal records and this byte free knows their writer is gone (below the liveness locks,
 /// past redb's).
 pub(crate) const WRITER_BYTE: u64 = (1 << 62) + (1 << 19);
+/// The byte the creator of a store locks while it fills the file in place (only where the
+/// file system has no hard links; docs/FORMAT.md §10): an open that finds it locked waits.
+pub(crate) const CREATING_BYTE: u64 = (1 << 62) + (1 << 18);
 /// Run IDs the liveness locks can name; a larger ID is reported as not live-checkable.
 pub(crate) const LIVENESS_RUNS_MAX: u64 = 1 << 40;
 
@@ -166,6 +169,11 @@ pub(crate) fn is_live(path: &std::path::Path, run: u64) -> bool {
 /// Whether a writer in the shared mode holds the store at `path` now.
 pub(crate) fn writer_is_live(path: &std::path::Path) -> bool {
     is_locked(path, WRITER_BYTE)
+}
+
+/// Whether another process is creating the store at `path` in place now.
+pub(crate) fn is_being_created(path: &std::path::Path) -> bool {
+    is_locked(path, CREATING_BYTE)
 }
 
 fn is_locked(path: &std::path::Path, byte: u64) -> bool {

@@ -1,5 +1,6 @@
-//! The engine: the only code that calls redb. Opens files (for writing, or for reading without
-//! ever writing), begins transactions, and contains redb's panics on damaged files.
+//! The engine: opens files (for writing, or for reading without ever writing), creates a store
+//! whole, begins transactions, and contains redb's panics on damaged files: every call into
+//! redb, here or in a closure another module passes to `contain`, runs under `contain`.
 //!
 //! Invariants:
 //! - a read-only open never writes the file: a file a killed writer left unclean is read
@@ -12,10 +13,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use redb::{
     ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadTransaction, ReadableDatabase,
-    WriteTransaction,
+    StorageBackend, WriteTransaction,
 };
 
 use super::backend::FileHandle;
@@ -70,12 +72,18 @@ pub(crate) enum Sharing {
 
 impl Engine {
     /// Opens (creating if absent) a store for writing.
+    ///
+    /// A store is created whole or not at all: formatted in a temporary file beside it and
+    /// linked into place (`create_whole`), so another process never finds it empty or
+    /// half-formatted, and of two processes creating it at once one links and the other opens
+    /// what it linked.
     pub(crate) fn open_writer(path: &Path, sharing: Sharing) -> Result<Engine, OpenError> {
-        let exists = classify_path(path, true)?;
-        if exists {
-            check_redb_magic(path)?;
-            prove_ours(path)?;
+        wait_while_created(path)?;
+        if !classify_path(path, true)? {
+            create_whole(path)?;
         }
+        check_redb_magic(path)?;
+        prove_ours(path)?;
         let engine = Engine::open_db_writer(path, sharing, false)?;
         schema::init_or_check(&engine)?;
         Ok(engine)
@@ -89,8 +97,6 @@ impl Engine {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(false)
             .open(path)
             .map_err(|e| io_open_error(path, "open", e))?;
         let handle = if private {
@@ -130,6 +136,7 @@ impl Engine {
         force_copy: bool,
         on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
     ) -> Result<Engine, OpenError> {
+        wait_while_created(path)?;
         if !classify_path(path, false)? {
             return Err(OpenError::NotFound {
                 path: path.to_owned(),
@@ -328,6 +335,11 @@ impl Engine {
         result
     }
 
+    /// Whether a panic inside the storage engine closed this store: every later call fails.
+    pub(crate) fn closed(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
     /// Runs one call into redb: its error becomes a `Failure`, and so does a panic, which
     /// also closes the store (every later call fails with `Failure::Closed`).
     pub(crate) fn contain<T, E: Into<redb::Error>>(
@@ -338,7 +350,11 @@ impl Engine {
         if self.broken.load(Ordering::Relaxed) {
             return Err(Failure::Closed);
         }
-        match catch(f) {
+        match catch(|| {
+            #[cfg(test)]
+            fault::tick();
+            f()
+        }) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(op, e.into())),
             Err(message) => {
@@ -378,6 +394,45 @@ impl Drop for Engine {
             if let Some(file) = &self.file {
                 file.eject();
             }
+        }
+    }
+}
+
+/// The tests' engine fault: a panic inside `contain`, where redb panics on some damaged files
+/// (tests only; nothing of it is built into the library).
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static CALLS: Cell<u64> = const { Cell::new(0) };
+        static PANIC_AT: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// Calls into the engine on this thread so far.
+    pub(crate) fn calls() -> u64 {
+        CALLS.with(Cell::get)
+    }
+
+    /// The engine call `n` calls from now (0: the next) on this thread panics, once.
+    pub(crate) fn panic_in(n: u64) {
+        PANIC_AT.with(|p| p.set(Some(calls() + n)));
+    }
+
+    /// Disarms the fault.
+    pub(crate) fn disarm() {
+        PANIC_AT.with(|p| p.set(None));
+    }
+
+    pub(super) fn tick() {
+        let call = CALLS.with(|c| {
+            let n = c.get();
+            c.set(n + 1);
+            n
+        });
+        if PANIC_AT.with(Cell::get) == Some(call) {
+            disarm();
+            panic!("injected engine panic at call {call}");
         }
     }
 }
@@ -452,10 +507,7 @@ fn classify_path(path: &Path, creating: bool) -> Result<bool, OpenError> {
         }),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or_else(|| Path::new("."));
+            let dir = parent_dir(path);
             if creating && !dir.is_dir() {
                 return Err(OpenError::NoDirectory {
                     path: path.to_owned(),
@@ -511,6 +563,142 @@ fn db_open_error(path: &Path, e: DatabaseError) -> OpenError {
             what: "the storage engine refused to open it".to_owned(),
             source: Some(Box::new(other)),
         },
+    }
+}
+
+/// How long an open waits for another process to finish creating the store (only where the
+/// file system has no hard links, so the file appears before it is whole).
+const CREATION_WAIT: Duration = Duration::from_secs(10);
+
+/// Creates the store at `path` whole: formats a temporary file in the same directory, syncs
+/// it, and hard-links it to `path`, which fails when `path` exists, so nothing is clobbered.
+/// Returns `Ok` too when another process created `path` first (the caller opens theirs).
+///
+/// Where hard links are refused, the file is created with `O_EXCL` and filled from the
+/// temporary one under the creation lock (`CREATING_BYTE`): an open meeting the lock waits
+/// for it (`wait_while_created`).
+fn create_whole(path: &Path) -> Result<(), OpenError> {
+    let tmp = CreationTemp::beside(path)?;
+    {
+        let engine = Engine::open_db_writer(&tmp.path, Sharing::Exclusive, false)
+            .map_err(|e| rename_path(e, path))?;
+        schema::init_or_check(&engine).map_err(|e| rename_path(e, path))?;
+    }
+    let sync = |p: &Path| std::fs::File::open(p).and_then(|f| f.sync_all());
+    sync(&tmp.path).map_err(|e| io_open_error(path, "sync the new store", e))?;
+    match std::fs::hard_link(&tmp.path, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => {
+            tracing::debug!(store = %path.display(), error = %e, "no hard link: the store is created in place under the creation lock");
+            fill_in_place(&tmp.path, path)?;
+        }
+    }
+    // The new name is durable once its directory is synced (where directories can be).
+    if let Err(e) = sync(parent_dir(path)) {
+        tracing::debug!(store = %path.display(), error = %e, "the store's directory could not be synced");
+    }
+    Ok(())
+}
+
+/// `create_whole` without a hard link: `path` created exclusively, locked, then filled.
+fn fill_in_place(from: &Path, path: &Path) -> Result<(), OpenError> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(io_open_error(path, "create", e)),
+    };
+    let file = redb::backends::FileBackend::new(file).map_err(|e| db_open_error(path, e))?;
+    let byte = super::backend::CREATING_BYTE;
+    let (start, end) = (
+        std::ops::Bound::Included(byte),
+        std::ops::Bound::Excluded(byte + 1),
+    );
+    // Best effort: without the lock an open that meets the file unfilled reports it empty.
+    // Everything goes through this one descriptor: closing another would drop the lock.
+    let locked = matches!(file.try_lock_range(start, end), Ok(true));
+    let filled = copy_into(from, &file).map_err(|e| io_open_error(path, "write the new store", e));
+    if locked {
+        let _ = file.unlock_range(start, end);
+    }
+    filled
+}
+
+/// Copies the file at `from` into `to` from its start, and syncs it.
+fn copy_into(from: &Path, to: &redb::backends::FileBackend) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut from = std::fs::File::open(from)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut offset = 0u64;
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let chunk = buf.get(..n).unwrap_or_default();
+        to.write(offset, chunk)?;
+        offset = offset
+            .checked_add(n as u64)
+            .ok_or_else(|| std::io::Error::other("the new store is too large"))?;
+    }
+    to.sync_data()
+}
+
+/// Waits (bounded by `CREATION_WAIT`) while another process holds the creation lock of the
+/// file at `path`; `Busy` when it still does.
+fn wait_while_created(path: &Path) -> Result<(), OpenError> {
+    let deadline = Instant::now() + CREATION_WAIT;
+    while super::backend::is_being_created(path) {
+        if Instant::now() >= deadline {
+            return Err(OpenError::Busy {
+                path: path.to_owned(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The directory a store file is in.
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
+}
+
+/// The temporary file a new store is formatted in, beside it (so a hard link can name it);
+/// removed when dropped. A process killed while creating leaves it behind, hidden and named
+/// for what it is.
+struct CreationTemp {
+    path: PathBuf,
+}
+
+impl CreationTemp {
+    fn beside(path: &Path) -> Result<CreationTemp, OpenError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = path
+            .file_name()
+            .map_or_else(|| "store".into(), |n| n.to_string_lossy());
+        let tmp = parent_dir(path).join(format!(".{name}.creating-{}-{nanos}", std::process::id()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| io_open_error(path, "create a temporary file beside it", e))?;
+        Ok(CreationTemp { path: tmp })
+    }
+}
+
+impl Drop for CreationTemp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

@@ -205,6 +205,12 @@ impl Store {
     /// Appends a checkpoint's record to the journal and syncs it. `Ok(false)`: not journaled
     /// (no journal, or a record too large for one): commit the store instead.
     pub(super) fn append_journal(&self, mut record: journal::Record) -> Result<bool, WriteError> {
+        if self.engine.closed() {
+            // The file is released: another process may be writing it, and its journal.
+            return Err(WriteError::Closed {
+                path: self.path().to_owned(),
+            });
+        }
         if self.poisoned.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(WriteError::Poisoned {
                 path: self.path().to_owned(),

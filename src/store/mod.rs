@@ -1,14 +1,14 @@
 //! The durable store: runs, page logs, partition bitmaps, labels and string dictionaries in one
 //! redb file (layout in docs/FORMAT.md §10).
 //!
-//! Roles: `engine` is the only code that calls redb (opening, transactions, containing its
-//! panics); `backend` is the file under it; `schema` the tables and the format record;
+//! Roles: `engine` opens files and begins transactions, and every call into redb runs inside
+//! its `contain` (which contains redb's panics); `backend` is the file under it; `schema` the tables and the format record;
 //! `records` the store's own value formats; `snapshot` a consistent read view (one read
 //! transaction per command); `writer` the one writer of one run.
 //!
 //! Invariants:
-//! - a checkpoint is one durable transaction holding the IDs, the counts and the request to
-//!   continue from together, so the stored request always matches the stored IDs; a crash
+//! - a checkpoint is one durable unit (a journal record, or a transaction) holding the IDs,
+//!   the counts and the request to continue from together, so the stored request always matches the stored IDs; a crash
 //!   re-fetches at most the pages since the last commit;
 //! - a run's pending (uncommitted) pages belong to its `RunWriter`, never to the `Store`;
 //! - a restart supersedes the old run and begins the new one in one transaction;
@@ -252,6 +252,7 @@ pub struct LoadedRun {
 
 /// Budgets a resume may raise.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Raise {
     /// New `max_pages`.
     pub max_pages: Option<u32>,
@@ -261,6 +262,33 @@ pub struct Raise {
     pub max_bytes: Option<u64>,
     /// New `deadline_seconds` for this session of the run.
     pub deadline_seconds: Option<u64>,
+}
+
+impl Raise {
+    /// Raise the page budget to `pages`.
+    #[must_use]
+    pub fn with_max_pages(mut self, pages: u32) -> Raise {
+        self.max_pages = Some(pages);
+        self
+    }
+    /// Raise the record budget to `records`.
+    #[must_use]
+    pub fn with_max_records(mut self, records: u64) -> Raise {
+        self.max_records = Some(records);
+        self
+    }
+    /// Raise the byte budget to `bytes`.
+    #[must_use]
+    pub fn with_max_bytes(mut self, bytes: u64) -> Raise {
+        self.max_bytes = Some(bytes);
+        self
+    }
+    /// Give this session of the run `seconds` seconds.
+    #[must_use]
+    pub fn with_deadline_seconds(mut self, seconds: u64) -> Raise {
+        self.deadline_seconds = Some(seconds);
+        self
+    }
 }
 
 /// An open store file: a writer (`open`) or a reader (`open_read`).
@@ -690,8 +718,10 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if self.poisoned.load(Ordering::Relaxed) {
-            // What the journal holds stays for the next writer (or a reader's copy) to fold.
+        if self.poisoned.load(Ordering::Relaxed) || self.engine.closed() {
+            // What the journal holds stays for the next writer (or a reader's copy) to fold;
+            // after an engine panic the file is released, and the journal may be another
+            // writer's already.
             return;
         }
         if self.settle().is_ok() {

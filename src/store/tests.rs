@@ -592,3 +592,148 @@ fn a_journal_of_another_store_is_set_aside_and_a_stale_one_never_applies() {
         assert_eq!((h.pages_observed, h.state), (3, RunState::Finished));
     }
 }
+
+/// Engine panics: redb panics on some damaged files, and `Engine::contain` turns a panic into
+/// a damaged-store error. The bug this guards against: a store that caught one and then
+/// answers a later call (a second panic, a wrong answer, a journal append no lock covers
+/// any more), or keeps the file locked so no other handle can open it. The panic is injected
+/// at every engine call of a scan on a real file (`engine::fault`, tests only).
+mod engine_panic {
+    use super::super::engine::fault;
+    use super::*;
+
+    const CLOSED: &str = "closed after an earlier failure inside the storage engine";
+    const POISONED: &str = "refuses writes after an earlier failed one";
+
+    fn said(e: &dyn std::fmt::Display) -> String {
+        e.to_string()
+    }
+
+    /// Everything the broken store is asked afterwards is refused, with the reason.
+    fn check_refuses_everything(store: &mut Store, what: &str) {
+        let e = store.read().map(|_| ()).expect_err(what);
+        assert!(said(&e).contains(CLOSED), "{what}: read: {e}");
+        let e = store
+            .begin(&Contract::new("sim"), 0)
+            .map(|_| ())
+            .expect_err(what);
+        assert!(
+            said(&e).contains(CLOSED) || said(&e).contains(POISONED),
+            "{what}: begin: {e}"
+        );
+        let e = store
+            .resume(RunId(1), &Raise::default())
+            .map(|_| ())
+            .expect_err(what);
+        assert!(
+            said(&e).contains(CLOSED) || said(&e).contains(POISONED),
+            "{what}: resume: {e}"
+        );
+    }
+
+    #[test]
+    fn a_second_handle_is_busy_while_a_store_is_open() {
+        // What the test below relies on: the file's locks exclude another handle of this
+        // process (open-file-description locks), so a freed file is a released lock.
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.redb");
+        for options in [StoreOptions::new(), StoreOptions::new().exclusive(true)] {
+            let store = Store::open(&path, options).expect("open");
+            let second = Store::open(&path, options);
+            assert!(matches!(second, Err(OpenError::Busy { .. })), "{second:?}");
+            drop(store);
+        }
+    }
+
+    #[test]
+    fn an_engine_panic_at_any_call_of_a_scan_closes_the_store_and_frees_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (mode, options) in [
+            ("shared", StoreOptions::new().fold_every(3)),
+            ("exclusive", StoreOptions::new().exclusive(true)),
+        ] {
+            let case = case(options);
+            let path = dir.path().join(format!("{mode}-ref.redb"));
+            let mut store = Store::open(&path, options).expect("open");
+            let before = fault::calls();
+            let reference = scan(&mut store, &case, &Acks::default(), None).expect("scan");
+            let total = fault::calls() - before;
+            drop(store);
+            assert!(total > 10, "{mode}: only {total} engine calls");
+            let mut resumed = 0;
+            for n in 0..total {
+                let what = format!("{mode}: panic at engine call {n} of {total}");
+                let path = dir.path().join(format!("{mode}-{n}.redb"));
+                let mut store = Store::open(&path, options).expect("open");
+                fault::panic_in(n);
+                let result = scan(&mut store, &case, &Acks::default(), None);
+                fault::disarm();
+                let e = result.map(|_| ()).expect_err(&what);
+                assert!(said(&e).contains("storage engine"), "{what}: {e}");
+                check_refuses_everything(&mut store, &what);
+                // The broken handle is still alive: its file and locks are released anyway.
+                let mut second = Store::open(&path, options)
+                    .unwrap_or_else(|e| panic!("{what}: a second handle: {e}"));
+                let runs = second.read().expect("read").runs().expect("runs");
+                drop(store);
+                // What the second handle finds continues to the reference's answer.
+                let receipt = match runs.first() {
+                    Some(run) => {
+                        assert_eq!(run.state, RunState::Interrupted, "{what}");
+                        resumed += 1;
+                        match resume(&mut second, run.run_id, &case, &Acks::default()) {
+                            // Its terminal page is stored, only the finish was not: the
+                            // stored run is the answer.
+                            Err(e) if said(&e).contains("it saw its terminal page") => second
+                                .read()
+                                .and_then(|s| s.receipt(run.run_id))
+                                .map_err(Error::from),
+                            other => other,
+                        }
+                    }
+                    None => scan(&mut second, &case, &Acks::default(), None),
+                }
+                .unwrap_or_else(|e| panic!("{what}: after: {e}"));
+                assert_eq!(receipt.coverage_status, Status::Verified, "{what}");
+                assert_eq!(receipt.merkle_root, reference.merkle_root, "{what}");
+                assert_eq!(
+                    receipt.cursor_chain_digest, reference.cursor_chain_digest,
+                    "{what}"
+                );
+            }
+            assert!(resumed > total / 2, "{mode}: {resumed} of {total} resumed");
+        }
+    }
+
+    #[test]
+    fn an_engine_panic_in_a_reader_closes_it_and_leaves_the_file_to_others() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.redb");
+        let case = case(StoreOptions::new());
+        let mut store = Store::open(&path, case.options).expect("open");
+        let reference = scan(&mut store, &case, &Acks::default(), None).expect("scan");
+        drop(store);
+        let reader = Store::open_read(&path).expect("open_read");
+        fault::panic_in(0);
+        let e = reader
+            .read()
+            .map(|_| ())
+            .expect_err("a panic in begin_read");
+        fault::disarm();
+        assert!(said(&e).contains("inside the storage engine"), "{e}");
+        for _ in 0..3 {
+            let e = reader.read().map(|_| ()).expect_err("closed");
+            assert!(said(&e).contains(CLOSED), "{e}");
+        }
+        let writer = Store::open(&path, case.options).expect("a writer beside it");
+        let r = writer
+            .read()
+            .expect("read")
+            .receipt(RunId(1))
+            .expect("receipt");
+        assert_eq!(r.merkle_root, reference.merkle_root);
+        drop(writer);
+        drop(reader);
+        assert!(Store::open_read(&path).is_ok());
+    }
+}

@@ -21,11 +21,12 @@ use crate::util;
 const CONTRACT: &str = r#"{"source": "journal-sim", "page_size": 20}"#;
 
 fn page(i: u64, per_page: u64) -> Page {
-    Page {
-        items: (i * per_page..(i + 1) * per_page).map(Item::int).collect(),
-        next: Some(format!("c{}", i + 1)),
-        size_bytes: 8 * per_page,
-        ..Page::default()
+    {
+        let mut page = Page::default();
+        page.items = (i * per_page..(i + 1) * per_page).map(Item::int).collect();
+        page.next = Some(format!("c{}", i + 1));
+        page.size_bytes = 8 * per_page;
+        page
     }
 }
 

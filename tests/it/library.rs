@@ -39,13 +39,14 @@ impl PageSource for Mine {
             Request::Cursor(c) if c == "p2" => &["mango"],
             other => panic!("unexpected request {other:?}"),
         };
-        Ok(Page {
-            items: ids
+        Ok({
+            let mut page = Page::default();
+            page.items = ids
                 .iter()
                 .map(|s| Item::new(RawId::Str((*s).to_owned())))
-                .collect(),
-            next: matches!(req.request, Request::First).then(|| "p2".to_owned()),
-            ..Page::default()
+                .collect();
+            page.next = matches!(req.request, Request::First).then(|| "p2".to_owned());
+            page
         })
     }
 }
@@ -108,13 +109,14 @@ impl PageSource for Paged {
         if self.hang_at == Some(page) {
             std::future::pending::<()>().await;
         }
-        Ok(Page {
-            items: (1..=100)
+        Ok({
+            let mut page_ = Page::default();
+            page_.items = (1..=100)
                 .map(|i| Item::new(RawId::Int((page - 1) * 100 + i)))
-                .collect(),
-            next: (page < PAGES).then(|| (page + 1).to_string()),
-            snapshot: Some("s1".to_owned()),
-            ..Page::default()
+                .collect();
+            page_.next = (page < PAGES).then(|| (page + 1).to_string());
+            page_.snapshot = Some("s1".to_owned());
+            page_
         })
     }
 }

@@ -5,6 +5,7 @@ mod cli_surface;
 mod cli_terminal;
 mod compat;
 mod crash;
+mod creation;
 mod demo;
 mod evidence;
 mod hostile_text;

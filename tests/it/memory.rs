@@ -42,13 +42,14 @@ impl PageSource for LongIds {
         };
         let start = page * PER_PAGE;
         let end = (start + PER_PAGE).min(IDS);
-        Ok(Page {
-            items: (start..end)
+        Ok({
+            let mut page_ = Page::default();
+            page_.items = (start..end)
                 .map(|i| Item::new(RawId::Str(long_id(i))))
-                .collect(),
-            next: (end < IDS).then(|| (page + 1).to_string()),
-            snapshot: Some("s1".to_owned()),
-            ..Page::default()
+                .collect();
+            page_.next = (end < IDS).then(|| (page + 1).to_string());
+            page_.snapshot = Some("s1".to_owned());
+            page_
         })
     }
 }

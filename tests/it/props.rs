@@ -147,10 +147,11 @@ fn contract_of(spec: &ContractSpec) -> Contract {
     c.end_signal = spec.end_signal;
     c.snapshot_id = spec.snapshot.map(snapshot);
     c.expected_count = spec.expected_count;
-    c.limits = Limits {
-        max_pages: spec.max_pages,
-        max_records: spec.max_records,
-        ..Limits::default()
+    c.limits = {
+        let mut limits = Limits::default();
+        limits.max_pages = spec.max_pages;
+        limits.max_records = spec.max_records;
+        limits
     };
     if let Some(n) = spec.sample {
         c.mode = Mode::Sample(n);
@@ -166,21 +167,23 @@ fn page_of(spec: &PageSpec) -> Page {
     if let (Some(l), Some(first)) = (spec.label, items.first_mut()) {
         first.labels.push(format!("label-{l}"));
     }
-    Page {
-        items,
-        next: spec.next.map(cursor),
-        complete: spec.complete,
-        snapshot: spec.snapshot.map(snapshot),
-        query: spec
+    {
+        let mut page = Page::default();
+        page.items = items;
+        page.next = spec.next.map(cursor);
+        page.complete = spec.complete;
+        page.snapshot = spec.snapshot.map(snapshot);
+        page.query = spec
             .query_changed
             .then(|| json!({"status": "any"}))
             .or_else(|| {
                 // Most pages do not echo the query; some echo it unchanged.
                 (spec.ids.len() % 2 == 1).then(|| json!({"status": "active"}))
-            }),
-        truncated: spec.truncated,
-        size_bytes: 100,
-        total: spec.total,
+            });
+        page.truncated = spec.truncated;
+        page.size_bytes = 100;
+        page.total = spec.total;
+        page
     }
 }
 
@@ -376,6 +379,7 @@ fn documented_status(kind: ViolationKind) -> Status {
         | K::AccessDenied
         | K::ExpiredCursor
         | K::ShardMissing => Status::Unknown,
+        _ => panic!("{kind:?} is not in the documented table: add it"),
     }
 }
 
@@ -415,15 +419,16 @@ fn clean_traversal(pages: &[Vec<u64>], end: EndSignal) -> Vec<Page> {
         .map(|(i, ids)| {
             let last = i + 1 == n;
             let positional = matches!(end, EndSignal::Total | EndSignal::EmptyPage);
-            Page {
-                items: ids.iter().map(|id| Item::int(*id)).collect(),
-                next: (!last || positional).then(|| format!("SECRET-CURSOR-page-{i}")),
-                complete: match end {
+            {
+                let mut page_ = Page::default();
+                page_.items = ids.iter().map(|id| Item::int(*id)).collect();
+                page_.next = (!last || positional).then(|| format!("SECRET-CURSOR-page-{i}"));
+                page_.complete = match end {
                     EndSignal::CompleteFlag | EndSignal::Both => Some(last),
                     _ => None,
-                },
-                total: (end == EndSignal::Total).then_some(total),
-                ..Page::default()
+                };
+                page_.total = (end == EndSignal::Total).then_some(total);
+                page_
             }
         })
         .collect()
@@ -551,13 +556,13 @@ proptest! {
         let unique: Vec<u64> = ids.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let pages = clean_traversal(&split(&unique, &cuts), end);
         let keep = keep % pages.len();
-        let mut cut = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
+        let mut cut = Reconciler::new(&Contract::new("props").with_end_signal(end));
         feed(&mut cut, &pages[..keep]);
         prop_assert_ne!(cut.status(), Status::Verified);
         prop_assert_eq!(cut.conclusion_scope().as_str(), "none");
         prop_assert!(!cut.progress().terminal_observed);
 
-        let mut whole = Reconciler::new(&Contract { end_signal: end, ..Contract::new("props") });
+        let mut whole = Reconciler::new(&Contract::new("props").with_end_signal(end));
         feed(&mut whole, &pages);
         prop_assert_eq!(whole.status(), Status::Verified);
         prop_assert_eq!(whole.conclusion_scope().as_str(), "all_records_live");
@@ -599,14 +604,10 @@ proptest! {
             .enumerate()
             .map(|(i, ids)| {
                 model.extend(ids.iter().cloned());
-                Page {
-                    items: ids
+                { let mut page = Page::default(); page.items = ids
                         .iter()
                         .map(|s| Item::new(RawId::Str(s.clone())))
-                        .collect(),
-                    next: (i + 1 < n).then(|| format!("SECRET-CURSOR-{i}")),
-                    ..Page::default()
-                }
+                        .collect(); page.next = (i + 1 < n).then(|| format!("SECRET-CURSOR-{i}")); page }
             })
             .collect();
         let mut r = Reconciler::new(&c);
@@ -873,10 +874,11 @@ fn echoed_query_is_compared_as_a_json_value() {
         (Value::Null, false),
     ] {
         let mut r = Reconciler::new(&c);
-        let _ = r.observe(&Page {
-            items: vec![Item::int(1)],
-            query: Some(echo.clone()),
-            ..Page::default()
+        let _ = r.observe(&{
+            let mut page = Page::default();
+            page.items = vec![Item::int(1)];
+            page.query = Some(echo.clone());
+            page
         });
         let expected = if ok { Status::Verified } else { Status::Failed };
         assert_eq!(r.status(), expected, "echo {echo}");

@@ -48,19 +48,20 @@ fn query_digest_vectors() {
     for v in &vectors {
         let name = str_of(v, "name");
         let s = &v["scope"];
-        let scope = Scope {
-            source: str_of(s, "source").to_owned(),
-            tenant: opt_str(&s["tenant"]),
-            query: s["query"].clone(),
-            order: s["order"].clone(),
-            key_range: s
+        let scope = {
+            let mut scope = Scope::new(str_of(s, "source"));
+            scope.tenant = opt_str(&s["tenant"]);
+            scope.query = s["query"].clone();
+            scope.order = s["order"].clone();
+            scope.key_range = s
                 .get("key_range")
-                .and_then(|r| KeyRange::new(r["lo"].as_u64()?, r["hi"].as_u64()?)),
-            shard: s.get("shard").map(|r| ShardRef {
+                .and_then(|r| KeyRange::new(r["lo"].as_u64()?, r["hi"].as_u64()?));
+            scope.shard = s.get("shard").map(|r| ShardRef {
                 plan: str_of(r, "plan").to_owned(),
                 index: u32::try_from(r["index"].as_u64().unwrap_or(0)).unwrap_or(0),
                 count: u32::try_from(r["count"].as_u64().unwrap_or(0)).unwrap_or(0),
-            }),
+            });
+            scope
         };
         assert_eq!(
             digest::scope_json(&scope),
