@@ -251,6 +251,28 @@ fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
     }
 }
 
+/// No run that keeps no sealed request has a key left in the key file (a writer zeroes
+/// what a cut between a finish and its erasure left), and every kept request opens.
+fn check_no_stale_keys(store: &Store, what: &str) {
+    let snap = store.read().expect("read");
+    for r in snap.runs().expect("runs") {
+        let loaded = snap
+            .load(r.run_id)
+            .unwrap_or_else(|e| panic!("{what}: load {}: {e}", r.run_id));
+        let keeps = matches!(
+            loaded.reconciler.progress().next,
+            Some(crate::reconcile::Request::Cursor(_) | crate::reconcile::Request::After(_))
+        );
+        if !keeps {
+            assert!(
+                store.with_keys(|k| k.get(r.run_id.0)).flatten().is_none(),
+                "{what}: {} keeps no request, and its key is still in the key file",
+                r.run_id
+            );
+        }
+    }
+}
+
 /// After a crash: a reader, then a writer, then the scan carried to its end.
 fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &'static str) {
     let acked = acks.all();
@@ -290,6 +312,7 @@ fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &
             check_run(&store, RunId(*run), *pages, &format!("{what} (writer)"));
         }
     }
+    check_no_stale_keys(&store, what);
     let runs = store.read().expect("read").runs().expect("runs");
     let Some(last) = runs.first() else {
         let r = scan(&mut store, case, acks, None).expect("fresh scan");
@@ -297,7 +320,10 @@ fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &
     };
     let last = last.run_id;
     match resume(&mut store, last, case, acks) {
-        Ok(r) => (r, "resumed"),
+        Ok(r) => {
+            check_no_stale_keys(&store, what);
+            (r, "resumed")
+        }
         Err(Error::Write(WriteError::NotResumable { .. })) => (
             store.read().expect("read").receipt(last).expect("receipt"),
             "finished",
@@ -444,12 +470,13 @@ fn the_shared_mode_syncs_once_per_page_and_folds_cost_two() {
     let redb_commit = begun - opened;
     // Pages 4 and 8 fold: one append and one commit of the store (two syncs, three when
     // redb grows the file); every other page one sync (the first also creates the journal
-    // and syncs the directory).
+    // and syncs the directory, and the run's key goes to the key file, created with its
+    // directory synced, before the first request sealed under it: four).
     assert_eq!(
         redb_commit, 2,
         "a commit in the shared mode costs two syncs"
     );
-    assert_eq!(per_page[0], 2, "{per_page:?}");
+    assert_eq!(per_page[0], 4, "{per_page:?}");
     for (i, n) in per_page.iter().enumerate().skip(1) {
         if (i + 1) % 4 == 0 {
             assert!((3..=4).contains(n), "page {}: {per_page:?}", i + 1);
