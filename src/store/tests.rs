@@ -61,15 +61,15 @@ fn contract(case: &Case) -> Contract {
 /// The last page each run acknowledged: a checkpoint that returned with nothing pending, or
 /// a finish.
 #[derive(Debug, Default, Clone)]
-struct Acks(Arc<Mutex<std::collections::BTreeMap<u64, u32>>>);
+pub(super) struct Acks(Arc<Mutex<std::collections::BTreeMap<u64, u32>>>);
 
 impl Acks {
-    fn set(&self, run: RunId, page: u32) {
+    pub(super) fn set(&self, run: RunId, page: u32) {
         let mut m = self.0.lock().expect("acks");
         let e = m.entry(run.0).or_insert(0);
         *e = (*e).max(page);
     }
-    fn all(&self) -> Vec<(u64, u32)> {
+    pub(super) fn all(&self) -> Vec<(u64, u32)> {
         self.0
             .lock()
             .expect("acks")
@@ -81,10 +81,10 @@ impl Acks {
 
 /// The run's writer, noting what it acknowledged; fails its checkpoint after `fail_after`
 /// pages (a scan dropped at that point).
-struct Watched<'s> {
-    w: RunWriter<'s>,
-    acks: Acks,
-    fail_after: Option<u32>,
+pub(super) struct Watched<'s> {
+    pub(super) w: RunWriter<'s>,
+    pub(super) acks: Acks,
+    pub(super) fail_after: Option<u32>,
 }
 
 impl RunLog for Watched<'_> {
@@ -222,7 +222,7 @@ fn reference(case: &Case) -> Reference {
 
 /// Checks one run of a store after the crash: at least the acknowledged pages, counts that
 /// match the bitmaps and the page log, a chain that recomputes.
-fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
+pub(super) fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
     let snap = store.read().expect("read");
     let loaded = snap
         .load(run)
@@ -253,7 +253,7 @@ fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
 
 /// No run that keeps no sealed request has a key left in the key file (a writer zeroes
 /// what a cut between a finish and its erasure left), and every kept request opens.
-fn check_no_stale_keys(store: &Store, what: &str) {
+pub(super) fn check_no_stale_keys(store: &Store, what: &str) {
     let snap = store.read().expect("read");
     for r in snap.runs().expect("runs") {
         let loaded = snap

@@ -7,6 +7,12 @@
 //! page index: `timeout_at=P` (first attempt times out), `fail_at=P` (every attempt fails),
 //! `expire_at=P` (the cursor expires once), `dup_at=P` (the page repeats an earlier ID).
 //! `count=false` hides the server-side count.
+//!
+//! `faults` (tests) is the whole-system simulation's source: a collection that changes with
+//! its snapshot and a seeded schedule of every fault a real source shows.
+
+#[cfg(test)]
+pub(crate) mod faults;
 
 use std::collections::HashSet;
 use std::time::Duration;
