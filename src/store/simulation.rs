@@ -162,7 +162,7 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
     let mut final_receipt = None;
     for attempt in 0..16u32 {
         if attempt < 12 && rng.chance(450) {
-            disk.crash_after(rng.below(400));
+            disk.crash_after(rng.below(150));
         } else {
             disk.disarm();
         }
@@ -224,11 +224,27 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
                 }
             }
             Err(Error::Write(WriteError::NotResumable { .. })) => {
-                let r = store
+                let run = last.unwrap_or(RunId(1));
+                let (r, state) = store
                     .read()
-                    .and_then(|s| s.receipt(last.unwrap_or(RunId(1))))
+                    .and_then(|s| Ok((s.receipt(run)?, s.header(run)?.state)))
                     .map_err(|e| format!("{what}: receipt: {e}"))?;
                 check_verdict(&r, records, &what)?;
+                // A snapshot change under `restart` ends in a new run, however the process
+                // died between the page that showed it and the restart.
+                let changed = r
+                    .violations
+                    .iter()
+                    .any(|v| v.kind == ViolationKind::SnapshotChanged);
+                if changed
+                    && c.on_snapshot_change == SnapshotPolicy::Restart
+                    && state != RunState::Superseded
+                    && r.restarts < crate::contract::RESTARTS_MAX
+                {
+                    return Err(format!(
+                        "{what}: {run} saw the snapshot change under on_snapshot_change restart, and no restart followed (lost across a power cut)"
+                    ));
+                }
                 final_receipt = Some(r);
                 break;
             }
