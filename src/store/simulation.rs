@@ -285,7 +285,7 @@ fn simulation() {
                     .or_insert(0u64) += 1;
             }
             Err(e) => {
-                eprintln!("{e}\nreproduce: SCANLEDGER_SIM_SEED={seed} cargo test --features sim-disk --lib simulation");
+                eprintln!("{e}\nreproduce: SCANLEDGER_SIM_SEED={seed} cargo test --lib simulation");
                 failures.push(*seed);
             }
         }
