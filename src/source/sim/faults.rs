@@ -82,6 +82,9 @@ pub(crate) struct FaultySource {
     pub(crate) stats: FaultStats,
     /// Pages served, by snapshot version.
     pub(crate) served: BTreeMap<u64, u64>,
+    /// The snapshot changes (once) at this fetch, counted from 1, whatever the rates.
+    pub(crate) change_at_fetch: Option<u64>,
+    fetches: u64,
 }
 
 impl FaultySource {
@@ -95,6 +98,8 @@ impl FaultySource {
             revoked: false,
             stats: [0; 9],
             served: BTreeMap::new(),
+            change_at_fetch: None,
+            fetches: 0,
         }
     }
 
@@ -142,7 +147,11 @@ impl PageSource for FaultySource {
         if continuing && self.fault(2) {
             return Err(FetchError::ExpiredCursor);
         }
-        if self.fault(3) {
+        self.fetches += 1;
+        if self.change_at_fetch == Some(self.fetches) {
+            self.stats[3] += 1;
+            self.version += 1;
+        } else if self.fault(3) {
             // The collection changes: the old snapshot (and every cursor into it) is gone.
             self.version += 1;
         }
