@@ -161,8 +161,9 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
     let mut out = Outcome::default();
     let mut final_receipt = None;
     for attempt in 0..16u32 {
-        if attempt < 12 && rng.chance(450) {
-            disk.crash_after(rng.below(150));
+        // A cut during the open itself: the next open finds what it left.
+        if attempt < 12 && rng.chance(100) {
+            disk.crash_after(rng.below(20));
         } else {
             disk.disarm();
         }
@@ -183,6 +184,12 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
             }
             Err(e) => return Err(format!("{what}: reopen after a power cut: {e}")),
         };
+        if disk.crashed() {
+            drop(store);
+            out.kills += 1;
+            disk = disk.after_crash(Loss::Random(rng.next()));
+            continue;
+        }
         for (run, pages) in &acked {
             if *pages > 0 {
                 let check = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -195,6 +202,12 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
                     ));
                 }
             }
+        }
+        // The cut during the scan, armed after the checks (which read the disk).
+        if attempt < 12 && rng.chance(450) {
+            disk.crash_after(rng.below(150));
+        } else {
+            disk.disarm();
         }
         let last = match store.read().map(|s| s.runs()) {
             Ok(Ok(runs)) => runs.first().map(|r| r.run_id),
