@@ -25,7 +25,7 @@ mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod replay;
-mod sim;
+pub(crate) mod sim;
 
 #[cfg(feature = "http")]
 pub use http::HttpSource;

@@ -215,6 +215,11 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Whether this engine was opened for writing.
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }

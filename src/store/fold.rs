@@ -36,8 +36,17 @@ pub(crate) struct FileJournal {
 
 impl FileJournal {
     pub(crate) fn beside(store: &Path) -> FileJournal {
+        FileJournal::named(store, ".journal")
+    }
+
+    /// The key file beside a store (`keys.rs`): the store's name with `.keys` appended.
+    pub(crate) fn keys_beside(store: &Path) -> FileJournal {
+        FileJournal::named(store, ".keys")
+    }
+
+    fn named(store: &Path, suffix: &str) -> FileJournal {
         let mut name = store.as_os_str().to_owned();
-        name.push(".journal");
+        name.push(suffix);
         FileJournal {
             path: PathBuf::from(name),
         }
@@ -356,7 +365,11 @@ pub(crate) fn apply(
                 match op {
                     Some((sealed, key)) => {
                         c.insert(*run, sealed.as_slice())?;
-                        k.insert(*run, key.as_slice())?;
+                        // A record of a format 3 writer carries the key: it goes where format
+                        // 3 kept it, and the next writer moves it to the key file.
+                        if !key.is_empty() {
+                            k.insert(*run, key.as_slice())?;
+                        }
                     }
                     None => {
                         c.remove(*run)?;
@@ -393,10 +406,15 @@ fn check(merged: &Merged) -> Result<(), Failure> {
     }
     for (run, op) in &merged.cursors {
         if let Some((sealed, key)) = op {
-            let opens = <[u8; CURSOR_KEY_LEN]>::try_from(key.as_slice())
-                .ok()
-                .and_then(|k| records::open_request(sealed, &k));
-            if opens.is_none() {
+            let opens = if key.is_empty() {
+                records::sealed_well_formed(sealed)
+            } else {
+                <[u8; CURSOR_KEY_LEN]>::try_from(key.as_slice())
+                    .ok()
+                    .and_then(|k| records::open_request(sealed, &k))
+                    .is_some()
+            };
+            if !opens {
                 return bad(format!(
                     "run-{run}: a sealed request that its key does not open"
                 ));

@@ -1,7 +1,7 @@
 //! Reclaiming space: deleting a run and compacting the file.
 //!
 //! A deleted run's records, page log, bitmaps, leaves and resume request go in one write
-//! transaction; the strings it interned stay (its (source, tenant) dictionary is shared with
+//! transaction, then its key's slot in the key file is zeroed; the strings it interned stay (its (source, tenant) dictionary is shared with
 //! the other runs of the collection). Compaction hands redb's freed pages back to the file
 //! system, and with them whatever old values they still held.
 
@@ -45,7 +45,8 @@ impl Store {
         if let Err(f) = result {
             return Err(self.poison(f));
         }
-        self.commit(txn)
+        self.commit(txn)?;
+        self.erase_keys(&[run.0])
     }
 
     /// Compacts the file: freed pages (and the old values they held) go back to the file

@@ -14,7 +14,9 @@
 //! - a restart supersedes the old run and begins the new one in one transaction;
 //! - read-only opens never write; a run ID is never reused; after a failed commit the store
 //!   refuses writes until it is reopened;
-//! - no raw cursor is written to the file in clear, and a run nothing can resume keeps none.
+//! - no raw cursor is written to the file in clear, and a run nothing can resume keeps none:
+//!   its key's slot in the key file (`keys.rs`) is zeroed, so no copy of its sealed request
+//!   left in redb's freed pages or in the journal can be opened.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,9 +33,12 @@ use crate::reconcile::{Limit, PageLog, Reconciler, Status, ViolationKind};
 
 mod backend;
 mod engine;
+#[cfg(test)]
+mod erasure_tests;
 mod error;
 mod fold;
 mod journal;
+mod keys;
 mod maintenance;
 mod records;
 mod schema;
@@ -42,6 +47,8 @@ mod schema;
 pub mod simdisk;
 #[cfg(all(test, not(feature = "sim-disk")))]
 mod simdisk;
+#[cfg(test)]
+mod simulation;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -299,6 +306,9 @@ pub struct Store {
     source_spec: Option<String>,
     /// The page journal of a writer in the shared mode (`journal.rs`, `fold.rs`).
     journal: Mutex<Option<journal::Journal>>,
+    /// The per-run cursor keys (`keys.rs`); `None` when the key file cannot be read (a
+    /// reader then opens no sealed request).
+    keys: Mutex<Option<keys::KeyFile>>,
     /// Held by a shared-mode writer while it lives: readers leave its journal to it.
     _writer_mark: Option<WriterMark>,
 }
@@ -357,7 +367,9 @@ impl Store {
             .then(|| backend::Liveness::writer(path).map(WriterMark::File))
             .flatten();
         let files = Box::new(fold::FileJournal::beside(path));
-        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(path))
+        let key_files = Box::new(fold::FileJournal::keys_beside(path));
+        Store::writer(engine, options, sharing, files, key_files, mark)
+            .map_err(|f| f.into_open(path))
     }
 
     /// A writer over an open engine: folds the journal records that continue its last
@@ -367,6 +379,7 @@ impl Store {
         options: StoreOptions,
         sharing: Sharing,
         files: Box<dyn journal::JournalFiles>,
+        key_files: Box<dyn journal::JournalFiles>,
         mark: Option<WriterMark>,
     ) -> Result<Store, Failure> {
         let merged = fold::recover(&engine, files.as_ref(), true)?;
@@ -374,6 +387,7 @@ impl Store {
             fold::fold_into(&engine, &merged)?;
             tracing::info!(store = %engine.path().display(), records = merged.records, "folded the page journal a stopped writer left");
         }
+        let keys = settle_keys(&engine, key_files)?;
         let journal = if sharing == Sharing::Shared {
             let (tag, base) = fold::identity(&engine)?;
             let base = match base {
@@ -399,17 +413,25 @@ impl Store {
             poisoned: AtomicBool::new(false),
             source_spec: None,
             journal: Mutex::new(journal),
+            keys: Mutex::new(Some(keys)),
             _writer_mark: mark,
         })
     }
 
-    fn reader(engine: Engine) -> Store {
+    fn reader(engine: Engine, key_files: Box<dyn journal::JournalFiles>) -> Store {
+        let keys = keys_tag(&engine)
+            .and_then(|tag| keys::KeyFile::load(key_files, tag, false))
+            .map_err(|f| {
+                tracing::warn!(store = %engine.path().display(), error = ?f, "the key file cannot be read; no resume request can be opened");
+            })
+            .ok();
         Store {
             engine,
             options: StoreOptions::new(),
             poisoned: AtomicBool::new(false),
             source_spec: None,
             journal: Mutex::new(None),
+            keys: Mutex::new(keys),
             _writer_mark: None,
         }
     }
@@ -437,16 +459,20 @@ impl Store {
         let files = fold::FileJournal::beside(path);
         let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
         let engine = Engine::open_reader(path, false, on_copy)?;
+        let key_files = || Box::new(fold::FileJournal::keys_beside(path));
         if engine.recovered_copy() || backend::writer_is_live(path) {
-            return Ok(Store::reader(engine));
+            return Ok(Store::reader(engine, key_files()));
         }
         let pending = fold::recover(&engine, &files, false).map_err(|f| f.into_open(path))?;
         if pending.is_empty() {
-            return Ok(Store::reader(engine));
+            return Ok(Store::reader(engine, key_files()));
         }
         drop(engine);
         let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
-        Ok(Store::reader(Engine::open_reader(path, true, on_copy)?))
+        Ok(Store::reader(
+            Engine::open_reader(path, true, on_copy)?,
+            key_files(),
+        ))
     }
 
     /// [`Store::open_read`], waiting up to `wait` while a process holds the store exclusively.
@@ -480,7 +506,9 @@ impl Store {
             WriterMark::Sim(disk.clone())
         });
         let files = Box::new(simdisk::SimJournal(disk.clone()));
-        Store::writer(engine, options, sharing, files, mark).map_err(|f| f.into_open(engine_path()))
+        let key_files = Box::new(simdisk::SimKeys(disk.clone()));
+        Store::writer(engine, options, sharing, files, key_files, mark)
+            .map_err(|f| f.into_open(engine_path()))
     }
 
     /// Opens a store for reading on a simulated disk, as [`Store::open_read`] does a file.
@@ -495,20 +523,22 @@ impl Store {
         let fold =
             |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
         let engine = Engine::open_reader_backend(disk, false, fold)?;
+        let key_files = || Box::new(simdisk::SimKeys(disk.clone()));
         if engine.recovered_copy() || disk.writer_alive() {
-            return Ok(Store::reader(engine));
+            return Ok(Store::reader(engine, key_files()));
         }
         let pending =
             fold::recover(&engine, &files, false).map_err(|f| f.into_open(engine_path()))?;
         if pending.is_empty() {
-            return Ok(Store::reader(engine));
+            return Ok(Store::reader(engine, key_files()));
         }
         drop(engine);
         let fold =
             |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(engine_path()));
-        Ok(Store::reader(Engine::open_reader_backend(
-            disk, true, fold,
-        )?))
+        Ok(Store::reader(
+            Engine::open_reader_backend(disk, true, fold)?,
+            key_files(),
+        ))
     }
 
     /// A consistent read view: one read transaction for everything a command reads.
@@ -521,7 +551,48 @@ impl Store {
         if let Err(e) = self.settle() {
             tracing::warn!(store = %self.path().display(), error = %e, "the page journal could not be folded; reading the last fold");
         }
-        Snapshot::new(&self.engine)
+        let snap = Snapshot::new(&self.engine)?;
+        Ok(snap.with_keys(self.key_map()))
+    }
+
+    /// The keys a read view opens sealed requests with: a writer's own, or what the key
+    /// file holds now (a reader reads it again: a writer elsewhere may have added keys).
+    fn key_map(&self) -> keys::KeyMap {
+        let writer = self.engine.writable();
+        self.with_keys(|k| {
+            if !writer {
+                if let Err(f) = k.reload(false) {
+                    tracing::warn!(store = %self.path().display(), error = ?f, "the key file cannot be read; no resume request can be opened");
+                }
+            }
+            k.map()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Makes a run's key durable in the key file.
+    fn save_key(&self, run: u64, key: &keys::Key) -> Result<(), WriteError> {
+        match self.with_keys(|k| k.put(run, key)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(f)) => Err(self.poison(f)),
+            None => Err(self.poison(Failure::damaged("the key file is not open"))),
+        }
+    }
+
+    /// Zeroes the key slots of runs that keep no request any more (one sync, when any).
+    fn erase_keys(&self, runs: &[u64]) -> Result<(), WriteError> {
+        match self.with_keys(|k| k.erase(runs)) {
+            Some(Err(f)) => Err(self.poison(f)),
+            _ => Ok(()),
+        }
+    }
+
+    fn with_keys<T>(&self, f: impl FnOnce(&mut keys::KeyFile) -> T) -> Option<T> {
+        let mut guard = match self.keys.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        guard.as_mut().map(f)
     }
 
     /// The file's path.
@@ -541,13 +612,17 @@ impl Store {
     /// Syncs (`fdatasync`) issued through this handle so far.
     #[must_use]
     pub fn syncs(&self) -> u64 {
-        self.engine.syncs() + self.with_journal(|j| j.syncs()).unwrap_or(0)
+        self.engine.syncs()
+            + self.with_journal(|j| j.syncs()).unwrap_or(0)
+            + self.with_keys(|k| k.syncs()).unwrap_or(0)
     }
 
     /// Bytes written to the file through this handle so far (what a scan costs the disk).
     #[must_use]
     pub fn bytes_written(&self) -> u64 {
-        self.engine.bytes_written() + self.with_journal(|j| j.written()).unwrap_or(0)
+        self.engine.bytes_written()
+            + self.with_journal(|j| j.written()).unwrap_or(0)
+            + self.with_keys(|k| k.written()).unwrap_or(0)
     }
 
     /// Whether checkpoints go to the page journal (a writer in the shared mode).
@@ -659,6 +734,7 @@ impl Store {
         rec.apply_contract(&loaded.contract);
         loaded.meta.finished_at = None;
         loaded.meta.server_count = None;
+        let saved = key.is_some();
         let key = match key {
             Some(k) => k,
             None => {
@@ -681,7 +757,7 @@ impl Store {
         if loaded.source_spec.is_some() && self.source_spec.is_none() {
             self.source_spec.clone_from(&loaded.source_spec);
         }
-        let mut writer = RunWriter::open(self, run, new, key, None);
+        let mut writer = RunWriter::open(self, run, new, key, saved, None);
         writer.commit(&loaded.reconciler)?;
         Ok((writer, loaded))
     }
@@ -729,6 +805,69 @@ impl Drop for Store {
             self.with_journal(journal::Journal::remove);
         }
     }
+}
+
+/// The key file's tag for the store `engine` opens.
+fn keys_tag(engine: &Engine) -> Result<[u8; 16], Failure> {
+    let snap = Snapshot::new(engine).map_err(|e| Failure::Damaged {
+        what: "cannot read the store".to_owned(),
+        source: Some(Box::new(e)),
+    })?;
+    let key = snap.page_token_key().map_err(|e| Failure::Damaged {
+        what: "cannot read the store's key".to_owned(),
+        source: Some(Box::new(e)),
+    })?;
+    Ok(keys::tag_of(&key))
+}
+
+/// A writer's key file, settled before anything else is written: keys a store of format 3 or
+/// older kept in its `cursor_keys` table move to the key file (then the table is emptied, in
+/// one stamped commit), and every key whose run keeps no sealed request is zeroed (a kill
+/// between a finish and its erasure, or a slot torn by a power cut).
+fn settle_keys(
+    engine: &Engine,
+    key_files: Box<dyn journal::JournalFiles>,
+) -> Result<keys::KeyFile, Failure> {
+    use redb::ReadableTable;
+    let mut keys = keys::KeyFile::load(key_files, keys_tag(engine)?, true)?;
+    let (legacy, sealed) = {
+        let txn = engine.begin_read()?;
+        engine.contain("read the cursor keys", || -> Result<_, redb::Error> {
+            let mut legacy = Vec::new();
+            for row in txn.open_table(schema::CURSOR_KEYS)?.iter()? {
+                let (k, v) = row?;
+                legacy.push((k.value(), v.value().to_vec()));
+            }
+            let mut sealed = std::collections::BTreeSet::new();
+            for row in txn.open_table(schema::CURSORS)?.iter()? {
+                sealed.insert(row?.0.value());
+            }
+            Ok((legacy, sealed))
+        })?
+    };
+    for (run, key) in &legacy {
+        if let (true, Ok(key)) = (sealed.contains(run), keys::Key::try_from(key.as_slice())) {
+            keys.put(*run, &key)?;
+        }
+    }
+    if !legacy.is_empty() {
+        let txn = engine
+            .begin_write()?
+            .ok_or_else(|| Failure::damaged("the store was opened read-only"))?;
+        engine.contain(
+            "empty the cursor keys table",
+            || -> Result<(), redb::Error> {
+                txn.open_table(schema::CURSOR_KEYS)?.retain(|_, _| false)?;
+                Ok(())
+            },
+        )?;
+        let stamp = journal::fresh_stamp()?;
+        fold::stamp_txn(engine, &txn, &stamp)?;
+        engine.contain("commit the moved cursor keys", || txn.commit())?;
+        tracing::info!(store = %engine.path().display(), keys = legacy.len(), "moved the cursor keys to the key file beside the store");
+    }
+    keys.scrub(|run| sealed.contains(&run))?;
+    Ok(keys)
 }
 
 /// The name errors give a simulated disk.

@@ -4,7 +4,8 @@
 //! The run record is a version byte and the postcard encoding of `RunRecordV1`, whose enums are
 //! written as fixed `u8` codes. Page records are fixed-width little-endian; bitmaps are
 //! roaring's portable format; the raw request a resume needs is encrypted (XChaCha20 under a
-//! per-run key kept in another table), so no raw cursor is ever written to the file in clear.
+//! per-run key kept in the key file beside the store, `keys.rs`), so no raw cursor is ever
+//! written to the file in clear, and erasing the key erases every copy of the request.
 //! Every decoder checks lengths and bounds before allocating and returns `None` on anything
 //! malformed; the caller names the table and the run.
 
@@ -303,6 +304,14 @@ pub(crate) fn seal_request(req: &Request, key: &[u8; CURSOR_KEY_LEN]) -> Option<
     out.extend_from_slice(&nonce);
     out.extend_from_slice(&body);
     Some(out)
+}
+
+/// Whether `bytes` have the shape of a sealed request (version, nonce, a kind byte, a text
+/// within bounds), without its key.
+pub(crate) fn sealed_well_formed(bytes: &[u8]) -> bool {
+    bytes.len() <= 1 + NONCE_LEN + 1 + CURSOR_LEN_MAX
+        && bytes.len() > 1 + NONCE_LEN
+        && bytes.first() == Some(&REQUEST_V1)
 }
 
 pub(crate) fn open_request(bytes: &[u8], key: &[u8; CURSOR_KEY_LEN]) -> Option<Request> {

@@ -10,10 +10,12 @@ use redb::{TableDefinition, TableHandle};
 use super::engine::Engine;
 use super::error::{Failure, OpenError};
 
-/// The on-disk format version this build writes. It also reads format 2, which is format 3
-/// without the page journal: a writer upgrades such a file in place, in the transaction that
-/// checks it (docs/FORMAT.md §10).
-pub const FORMAT_VERSION: u32 = 3;
+/// The on-disk format version this build writes. It also reads format 3, which kept the
+/// per-run cursor keys in the `cursor_keys` table instead of the key file beside the store,
+/// and format 2, which is format 3 without the page journal: a writer upgrades such a file in
+/// place, in the transaction that checks it, and moves its keys to the key file when it opens
+/// it (docs/FORMAT.md §10).
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build reads.
 pub(crate) const FORMAT_VERSION_OLDEST: u32 = 2;
 /// The magic value of `meta["magic"]`.
@@ -27,6 +29,8 @@ pub(crate) const LABELS: TableDefinition<(u64, u32, u64), &[u8]> = TableDefiniti
 pub(crate) const LEAVES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("leaves");
 pub(crate) const CONTENT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("content");
 pub(crate) const CURSORS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursors");
+/// Formats 2 and 3 kept the per-run cursor keys here; format 4 keeps it empty (the keys are in
+/// the key file beside the store, `keys.rs`), and a writer moves what an older file holds.
 pub(crate) const CURSOR_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("cursor_keys");
 pub(crate) const INTERN: TableDefinition<(&[u8], &[u8]), u64> = TableDefinition::new("intern");
 pub(crate) const INTERN_REV: TableDefinition<(&[u8], u64), &[u8]> =
@@ -74,8 +78,9 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
         engine
             .contain("end a transaction", || txn.abort())
             .map_err(fail)?;
-        if read_version(engine)? < FORMAT_VERSION {
-            upgrade(engine)?;
+        let version = read_version(engine)?;
+        if version < FORMAT_VERSION {
+            upgrade(engine, version)?;
         }
         return check(engine);
     }
@@ -121,9 +126,11 @@ pub(crate) fn init_or_check(engine: &Engine) -> Result<(), OpenError> {
         .map_err(fail)
 }
 
-/// Rewrites a format 2 store as format 3, in one transaction: the version and a first commit
-/// stamp (format 2 had no page journal, so nothing else differs).
-fn upgrade(engine: &Engine) -> Result<(), OpenError> {
+/// Rewrites a format 2 or 3 store as format 4, in one transaction: the version, and for format 2
+/// a first commit stamp (format 2 had no page journal). A format 3 file keeps its stamp, so a
+/// journal its killed writer left still folds; its keys move to the key file when the writer
+/// opens the store (`Store::writer`).
+fn upgrade(engine: &Engine, from: u32) -> Result<(), OpenError> {
     let path = engine.path();
     let fail = |f: Failure| f.into_open(path);
     let Some(txn) = engine.begin_write().map_err(fail)? else {
@@ -134,14 +141,16 @@ fn upgrade(engine: &Engine) -> Result<(), OpenError> {
         .contain("upgrade the format", || -> Result<(), redb::Error> {
             let mut meta = txn.open_table(META)?;
             meta.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
-            meta.insert(META_JOURNAL_BASE, stamp.as_slice())?;
+            if from < 3 {
+                meta.insert(META_JOURNAL_BASE, stamp.as_slice())?;
+            }
             Ok(())
         })
         .map_err(fail)?;
     engine
         .contain("commit the upgraded format", || txn.commit())
         .map_err(fail)?;
-    tracing::info!(store = %path.display(), "upgraded the store from format 2 to format {FORMAT_VERSION}");
+    tracing::info!(store = %path.display(), "upgraded the store from format {from} to format {FORMAT_VERSION}");
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! A simulated disk under a store and its page journal, for the power-loss tests and the
 //! crash fuzzer (`fuzz/fuzz_targets/store_crash.rs`): nothing here is used by a real store.
 //!
-//! It holds two files, the store and its journal. Each keeps what its last sync made durable
+//! It holds three files, the store, its journal and its key file. Each keeps what its last sync made durable
 //! and the writes, truncations and extensions issued since. A crash point is the n-th
 //! operation (write, length change, sync, creation or removal of the journal, in either file):
 //! from there every operation fails, as after a power cut. [`SimDisk::after_crash`] then
@@ -25,6 +25,7 @@ use redb::{BackendError, StorageBackend};
 /// Which file of the disk.
 const STORE: usize = 0;
 const JOURNAL: usize = 1;
+const KEYS: usize = 2;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -44,7 +45,7 @@ struct SimFile {
 
 #[derive(Debug, Default)]
 struct State {
-    files: [SimFile; 2],
+    files: [SimFile; 3],
     ops: u64,
     crash_after: Option<u64>,
     crashed: bool,
@@ -225,6 +226,12 @@ impl SimDisk {
             current: theirs.files[JOURNAL].durable.clone(),
             ..SimFile::default()
         };
+        out.files[KEYS] = SimFile {
+            exists: mine.files[KEYS].exists,
+            durable: mine.files[KEYS].durable.clone(),
+            current: mine.files[KEYS].durable.clone(),
+            ..SimFile::default()
+        };
         SimDisk(Arc::new(Mutex::new(out)))
     }
 
@@ -283,50 +290,53 @@ impl SimDisk {
 /// The journal's files on a simulated disk.
 pub(crate) struct SimJournal(pub(crate) SimDisk);
 
-impl super::journal::JournalFiles for SimJournal {
-    fn open(&self, _write: bool) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
-        let mut s = self.0.state();
+/// The key file on a simulated disk.
+pub(crate) struct SimKeys(pub(crate) SimDisk);
+
+impl SimDisk {
+    fn open_file(&self, file: usize) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
+        let mut s = self.state();
         if s.crashed {
             return Err(power_lost());
         }
-        if !s.files[JOURNAL].exists {
+        if !s.files[file].exists {
             return Ok(None);
         }
         s.next_owner += 1;
         Ok(Some(Box::new(SimHandle {
-            disk: self.0.clone(),
-            file: JOURNAL,
+            disk: self.clone(),
+            file,
             owner: s.next_owner,
         })))
     }
 
-    fn create(&self) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
-        self.0.step(|s| {
+    fn create_file(&self, file: usize) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
+        self.step(|s| {
             // Created and its name synced to the directory: it exists after a crash, empty.
-            s.files[JOURNAL] = SimFile {
+            s.files[file] = SimFile {
                 exists: true,
                 ..SimFile::default()
             };
             s.syncs += 1;
         })?;
         let owner = {
-            let mut s = self.0.state();
+            let mut s = self.state();
             s.next_owner += 1;
             s.next_owner
         };
         Ok((
             Box::new(SimHandle {
-                disk: self.0.clone(),
-                file: JOURNAL,
+                disk: self.clone(),
+                file,
                 owner,
             }),
             1,
         ))
     }
 
-    fn remove(&self) -> std::io::Result<()> {
-        self.0.step(|s| {
-            let f = &mut s.files[JOURNAL];
+    fn remove_file(&self, file: usize) -> std::io::Result<()> {
+        self.step(|s| {
+            let f = &mut s.files[file];
             if f.exists {
                 f.exists = false;
                 f.current.clear();
@@ -335,12 +345,59 @@ impl super::journal::JournalFiles for SimJournal {
         })
     }
 
+    /// The bytes a file holds now (0 the store, 1 the journal, 2 the key file), for the tests
+    /// that look for secrets in them.
+    #[must_use]
+    pub fn file_bytes(&self, file: usize) -> Vec<u8> {
+        self.state()
+            .files
+            .get(file)
+            .map(|f| f.current.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl super::journal::JournalFiles for SimJournal {
+    fn open(&self, _write: bool) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
+        self.0.open_file(JOURNAL)
+    }
+
+    fn create(&self) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
+        self.0.create_file(JOURNAL)
+    }
+
+    fn remove(&self) -> std::io::Result<()> {
+        self.0.remove_file(JOURNAL)
+    }
+
     fn set_aside(&self) -> std::io::Result<String> {
         self.remove().map(|()| "<discarded>".to_owned())
     }
 
     fn name(&self) -> String {
         "<simulated journal>".to_owned()
+    }
+}
+
+impl super::journal::JournalFiles for SimKeys {
+    fn open(&self, _write: bool) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
+        self.0.open_file(KEYS)
+    }
+
+    fn create(&self) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
+        self.0.create_file(KEYS)
+    }
+
+    fn remove(&self) -> std::io::Result<()> {
+        self.0.remove_file(KEYS)
+    }
+
+    fn set_aside(&self) -> std::io::Result<String> {
+        self.remove().map(|()| "<discarded>".to_owned())
+    }
+
+    fn name(&self) -> String {
+        "<simulated key file>".to_owned()
     }
 }
 

@@ -22,10 +22,14 @@ use crate::idset::{partition_of, IdSet, PARTITION_BITS};
 use crate::receipt::{rfc3339, RunId, RunMeta};
 use crate::reconcile::{PageLog, Reconciler, Request};
 
+use super::keys::KeyMap;
+
 /// A read view of a store: one read transaction.
 pub struct Snapshot<'s> {
     engine: &'s Engine,
     txn: ReadTransaction,
+    /// The per-run cursor keys of the key file beside the store (`keys.rs`).
+    keys: KeyMap,
 }
 
 impl std::fmt::Debug for Snapshot<'_> {
@@ -41,7 +45,17 @@ impl<'s> Snapshot<'s> {
         let txn = engine
             .begin_read()
             .map_err(|f| f.into_read(engine.path()))?;
-        Ok(Snapshot { engine, txn })
+        Ok(Snapshot {
+            engine,
+            txn,
+            keys: KeyMap::default(),
+        })
+    }
+
+    /// This view with the key file's keys, to open sealed requests with.
+    pub(crate) fn with_keys(mut self, keys: KeyMap) -> Snapshot<'s> {
+        self.keys = keys;
+        self
     }
 
     fn fail(&self, f: Failure) -> ReadError {
@@ -752,8 +766,12 @@ impl<'s> Snapshot<'s> {
         })
     }
 
-    /// The run's cursor key, if it still has one.
+    /// The run's cursor key, if it still has one: in the key file, or in the `cursor_keys`
+    /// table of a store written before format 4.
     pub(crate) fn cursor_key(&self, run: RunId) -> Result<Option<[u8; CURSOR_KEY_LEN]>, ReadError> {
+        if let Some(k) = self.keys.get(&run.0) {
+            return Ok(Some(*k));
+        }
         let key = self
             .engine
             .contain("read a cursor key", || -> Result<_, redb::Error> {
@@ -784,22 +802,25 @@ impl<'s> Snapshot<'s> {
 
     /// The request a resume continues from, decrypted; `None` when it was not kept.
     fn stored_request(&self, run: RunId) -> Result<Option<Request>, ReadError> {
-        let (sealed, key) = self
+        let sealed = self
             .engine
             .contain("read the resume request", || -> Result<_, redb::Error> {
                 let c = self.txn.open_table(CURSORS)?;
-                let k = self.txn.open_table(CURSOR_KEYS)?;
-                let sealed = c.get(run.0)?.map(|v| v.value().to_vec());
-                let key = k.get(run.0)?.map(|v| v.value().to_vec());
-                Ok((sealed, key))
+                Ok(c.get(run.0)?.map(|v| v.value().to_vec()))
             })
             .map_err(|f| self.fail(f))?;
-        let (Some(sealed), Some(key)) = (sealed, key) else {
+        let Some(sealed) = sealed else {
             return Ok(None);
         };
-        let key: [u8; CURSOR_KEY_LEN] = key.as_slice().try_into().map_err(|_| {
-            self.damaged("cursor_keys", Some(run), "the cursor key is not 32 bytes")
-        })?;
+        // The key is durable before any request sealed under it: a request without one is
+        // damage (or a key file this reader could not read), never a run without a request.
+        let Some(key) = self.cursor_key(run)? else {
+            return Err(self.damaged(
+                "cursors",
+                Some(run),
+                "the resume request's key is not in the key file beside the store",
+            ));
+        };
         records::open_request(&sealed, &key)
             .map(Some)
             .ok_or_else(|| self.damaged("cursors", Some(run), "the resume request does not decode"))

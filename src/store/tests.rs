@@ -61,15 +61,15 @@ fn contract(case: &Case) -> Contract {
 /// The last page each run acknowledged: a checkpoint that returned with nothing pending, or
 /// a finish.
 #[derive(Debug, Default, Clone)]
-struct Acks(Arc<Mutex<std::collections::BTreeMap<u64, u32>>>);
+pub(super) struct Acks(Arc<Mutex<std::collections::BTreeMap<u64, u32>>>);
 
 impl Acks {
-    fn set(&self, run: RunId, page: u32) {
+    pub(super) fn set(&self, run: RunId, page: u32) {
         let mut m = self.0.lock().expect("acks");
         let e = m.entry(run.0).or_insert(0);
         *e = (*e).max(page);
     }
-    fn all(&self) -> Vec<(u64, u32)> {
+    pub(super) fn all(&self) -> Vec<(u64, u32)> {
         self.0
             .lock()
             .expect("acks")
@@ -81,10 +81,10 @@ impl Acks {
 
 /// The run's writer, noting what it acknowledged; fails its checkpoint after `fail_after`
 /// pages (a scan dropped at that point).
-struct Watched<'s> {
-    w: RunWriter<'s>,
-    acks: Acks,
-    fail_after: Option<u32>,
+pub(super) struct Watched<'s> {
+    pub(super) w: RunWriter<'s>,
+    pub(super) acks: Acks,
+    pub(super) fail_after: Option<u32>,
 }
 
 impl RunLog for Watched<'_> {
@@ -222,7 +222,7 @@ fn reference(case: &Case) -> Reference {
 
 /// Checks one run of a store after the crash: at least the acknowledged pages, counts that
 /// match the bitmaps and the page log, a chain that recomputes.
-fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
+pub(super) fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
     let snap = store.read().expect("read");
     let loaded = snap
         .load(run)
@@ -248,6 +248,28 @@ fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
             loaded.pages.iter().map(|x| &x.cursor_hash),
         );
         assert_eq!(chain, p.chain, "{what}: the chain does not recompute");
+    }
+}
+
+/// No run that keeps no sealed request has a key left in the key file (a writer zeroes
+/// what a cut between a finish and its erasure left), and every kept request opens.
+pub(super) fn check_no_stale_keys(store: &Store, what: &str) {
+    let snap = store.read().expect("read");
+    for r in snap.runs().expect("runs") {
+        let loaded = snap
+            .load(r.run_id)
+            .unwrap_or_else(|e| panic!("{what}: load {}: {e}", r.run_id));
+        let keeps = matches!(
+            loaded.reconciler.progress().next,
+            Some(crate::reconcile::Request::Cursor(_) | crate::reconcile::Request::After(_))
+        );
+        if !keeps {
+            assert!(
+                store.with_keys(|k| k.get(r.run_id.0)).flatten().is_none(),
+                "{what}: {} keeps no request, and its key is still in the key file",
+                r.run_id
+            );
+        }
     }
 }
 
@@ -290,6 +312,7 @@ fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &
             check_run(&store, RunId(*run), *pages, &format!("{what} (writer)"));
         }
     }
+    check_no_stale_keys(&store, what);
     let runs = store.read().expect("read").runs().expect("runs");
     let Some(last) = runs.first() else {
         let r = scan(&mut store, case, acks, None).expect("fresh scan");
@@ -297,7 +320,10 @@ fn recover(image: &SimDisk, case: &Case, acks: &Acks, what: &str) -> (Receipt, &
     };
     let last = last.run_id;
     match resume(&mut store, last, case, acks) {
-        Ok(r) => (r, "resumed"),
+        Ok(r) => {
+            check_no_stale_keys(&store, what);
+            (r, "resumed")
+        }
         Err(Error::Write(WriteError::NotResumable { .. })) => (
             store.read().expect("read").receipt(last).expect("receipt"),
             "finished",
@@ -444,12 +470,13 @@ fn the_shared_mode_syncs_once_per_page_and_folds_cost_two() {
     let redb_commit = begun - opened;
     // Pages 4 and 8 fold: one append and one commit of the store (two syncs, three when
     // redb grows the file); every other page one sync (the first also creates the journal
-    // and syncs the directory).
+    // and syncs the directory, and the run's key goes to the key file, created with its
+    // directory synced, before the first request sealed under it: four).
     assert_eq!(
         redb_commit, 2,
         "a commit in the shared mode costs two syncs"
     );
-    assert_eq!(per_page[0], 2, "{per_page:?}");
+    assert_eq!(per_page[0], 4, "{per_page:?}");
     for (i, n) in per_page.iter().enumerate().skip(1) {
         if (i + 1) % 4 == 0 {
             assert!((3..=4).contains(n), "page {}: {per_page:?}", i + 1);

@@ -16,8 +16,7 @@ use super::error::{Failure, WriteError};
 use super::journal;
 use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
-    CONTENT, CURSORS, CURSOR_KEYS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN,
-    PAGES, RUNS,
+    CONTENT, CURSORS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN, PAGES, RUNS,
 };
 use super::{ScopeKey, Store};
 use crate::contract::{Contract, IdCodecKind};
@@ -75,6 +74,8 @@ pub struct RunWriter<'s> {
     scope: ScopeKey,
     contract: Contract,
     cursor_key: [u8; CURSOR_KEY_LEN],
+    /// The key is durable in the key file (saved before the first sealed request under it).
+    key_saved: bool,
     started_at_ms: u64,
     restarts: u32,
     restarted_from: Option<RunId>,
@@ -110,12 +111,12 @@ impl<'s> RunWriter<'s> {
         let path = store.engine.path().to_owned();
         let txn = store.write_txn()?;
         let key = fresh_key().map_err(|f| f.into_write(&path))?;
-        let run = match allocate_run(store, &txn, &new, &key) {
+        let run = match allocate_run(store, &txn, &new) {
             Ok(run) => run,
             Err(f) => return Err(store.poison(f)),
         };
         store.commit(txn)?;
-        Ok(RunWriter::open(store, run, new, key, None))
+        Ok(RunWriter::open(store, run, new, key, false, None))
     }
 
     pub(crate) fn open(
@@ -123,6 +124,7 @@ impl<'s> RunWriter<'s> {
         run: RunId,
         new: NewRun,
         cursor_key: [u8; CURSOR_KEY_LEN],
+        key_saved: bool,
         server_count: Option<u64>,
     ) -> RunWriter<'s> {
         let liveness = Liveness::take(store.engine.path(), run.0);
@@ -132,6 +134,7 @@ impl<'s> RunWriter<'s> {
             scope: ScopeKey::of(&new.contract),
             contract: new.contract,
             cursor_key,
+            key_saved,
             started_at_ms: new.started_at_ms,
             restarts: new.restarts,
             restarted_from: new.restarted_from,
@@ -158,11 +161,12 @@ impl<'s> RunWriter<'s> {
         let path = store.engine.path().to_owned();
         let key = fresh_key().map_err(|f| f.into_write(&path))?;
         let txn = store.write_txn()?;
-        let run = match allocate_run(store, &txn, &new, &key) {
+        let run = match allocate_run(store, &txn, &new) {
             Ok(run) => run,
             Err(f) => return Err(store.poison(f)),
         };
-        let mut w = RunWriter::open(store, run, new, key, None);
+        // A finished run keeps no request, so its key is never saved (the key file is untouched).
+        let mut w = RunWriter::open(store, run, new, key, false, None);
         w.pending.pages = pages;
         w.pending.partitions = rec.ids().partitions().map(|(p, _)| p).collect();
         for (l, set) in rec.labels().iter().enumerate() {
@@ -184,6 +188,12 @@ impl<'s> RunWriter<'s> {
     #[must_use]
     pub fn run(&self) -> RunId {
         self.run
+    }
+
+    /// The run's cursor key, for the tests that look for it in the files.
+    #[cfg(test)]
+    pub(crate) fn cursor_key_for_tests(&self) -> [u8; CURSOR_KEY_LEN] {
+        self.cursor_key
     }
 
     /// Syncs (`fdatasync`) issued through the store so far ([`super::Store::syncs`]).
@@ -243,6 +253,10 @@ impl<'s> RunWriter<'s> {
     /// Appends what changed since the last record to the journal, synced; `false` when it
     /// was not journaled (what it held is still pending, for a commit).
     fn append(&mut self, rec: &Reconciler) -> Result<bool, WriteError> {
+        if self.unjournaled.is_none() {
+            return Ok(false);
+        }
+        self.ensure_key(rec, StoredState::Running)?;
         let Some(u) = self.unjournaled.take() else {
             return Ok(false);
         };
@@ -275,7 +289,9 @@ impl<'s> RunWriter<'s> {
                 .iter()
                 .filter_map(|leaf| rec.content().get(leaf).map(|a| (*leaf, a.0.to_vec())))
                 .collect(),
-            cursor: sealed.map(|s| (s, self.cursor_key.to_vec())),
+            // The key is in the key file, never in the journal (so erasing it there erases
+            // every journaled copy of the request).
+            cursor: sealed.map(|s| (s, Vec::new())),
             run_record,
             ..journal::Record::default()
         };
@@ -293,6 +309,7 @@ impl<'s> RunWriter<'s> {
     /// # Errors
     /// As [`RunWriter::checkpoint`].
     pub fn commit(&mut self, rec: &Reconciler) -> Result<(), WriteError> {
+        self.ensure_key(rec, StoredState::Running)?;
         let txn = self.store.write_txn()?;
         if let Err(f) = self.write_state(&txn, rec, StoredState::Running, None) {
             return Err(self.store.poison(f));
@@ -311,12 +328,40 @@ impl<'s> RunWriter<'s> {
     ///
     /// # Errors
     /// As [`RunWriter::checkpoint`].
-    pub fn finish(self, rec: &Reconciler, finished_at_ms: u64) -> Result<(), WriteError> {
+    pub fn finish(mut self, rec: &Reconciler, finished_at_ms: u64) -> Result<(), WriteError> {
+        self.ensure_key(rec, StoredState::Finished)?;
         let txn = self.store.write_txn()?;
         if let Err(f) = self.write_state(&txn, rec, StoredState::Finished, Some(finished_at_ms)) {
             return Err(self.store.poison(f));
         }
-        self.store.commit(txn)
+        self.store.commit(txn)?;
+        if !self.keeps_request(rec, StoredState::Finished) {
+            // Nothing can resume the run: its key goes, and with it every sealed copy of its
+            // request (in freed pages, in journal frames).
+            self.store.erase_keys(&[self.run.0])?;
+        }
+        Ok(())
+    }
+
+    /// Whether the run keeps (sealed) the request to continue from in `state`.
+    fn keeps_request(&self, rec: &Reconciler, state: StoredState) -> bool {
+        self.store.options.keep_cursors
+            && state != StoredState::Superseded
+            && matches!(
+                rec.progress().next,
+                Some(Request::Cursor(_) | Request::After(_))
+            )
+    }
+
+    /// Makes the run's key durable in the key file before the first durable write that
+    /// carries a request sealed under it.
+    fn ensure_key(&mut self, rec: &Reconciler, state: StoredState) -> Result<(), WriteError> {
+        if self.key_saved || !self.keeps_request(rec, state) {
+            return Ok(());
+        }
+        self.store.save_key(self.run.0, &self.cursor_key)?;
+        self.key_saved = true;
+        Ok(())
     }
 
     /// Ends this run as superseded and begins its successor under `contract` (a fresh
@@ -341,7 +386,7 @@ impl<'s> RunWriter<'s> {
         let key = fresh_key().map_err(|f| f.into_write(&path))?;
         let txn = self.store.write_txn()?;
         let result = (|| {
-            let run = allocate_run(self.store, &txn, &new, &key)?;
+            let run = allocate_run(self.store, &txn, &new)?;
             self.write_state(&txn, rec, StoredState::Superseded, Some(at_ms))?;
             set_superseded_by(self.store, &txn, self.run, run)?;
             Ok(run)
@@ -351,8 +396,10 @@ impl<'s> RunWriter<'s> {
             Err(f) => return Err(self.store.poison(f)),
         };
         self.store.commit(txn)?;
+        // The superseded run keeps no request: its key goes.
+        self.store.erase_keys(&[self.run.0])?;
         let RunWriter { store, .. } = self;
-        Ok(RunWriter::open(store, run, new, key, None))
+        Ok(RunWriter::open(store, run, new, key, false, None))
     }
 
     /// The run record as of `rec`, encoded, and the sealed request to continue from when one
@@ -367,9 +414,7 @@ impl<'s> RunWriter<'s> {
         let ids = rec.ids();
         let done = state != StoredState::Running;
         // The raw request is kept (encrypted) only while a resume may still need it.
-        let keep_request = self.store.options.keep_cursors
-            && state != StoredState::Superseded
-            && matches!(p.next, Some(Request::Cursor(_) | Request::After(_)));
+        let keep_request = self.keeps_request(rec, state);
         let sealed = if keep_request {
             p.next
                 .as_ref()
@@ -458,7 +503,6 @@ impl<'s> RunWriter<'s> {
         let leaves = done.then(|| digest::leaves(ids));
 
         let scope = self.scope.as_bytes().to_vec();
-        let cursor_key = self.cursor_key;
         engine.contain("write a checkpoint", || -> Result<(), redb::Error> {
             {
                 let mut t = txn.open_table(PAGES)?;
@@ -493,19 +537,15 @@ impl<'s> RunWriter<'s> {
                 }
             }
             {
+                // The key is in the key file (`keys.rs`); a run that keeps no request has its
+                // slot zeroed after this commit.
                 let mut c = txn.open_table(CURSORS)?;
-                let mut k = txn.open_table(CURSOR_KEYS)?;
                 match &sealed {
                     Some(bytes) => {
                         c.insert(run, bytes.as_slice())?;
-                        k.insert(run, cursor_key.as_slice())?;
                     }
                     None => {
                         c.remove(run)?;
-                        if done {
-                            // Nothing can resume the run: its key goes too.
-                            k.remove(run)?;
-                        }
                     }
                 }
             }
@@ -528,12 +568,7 @@ pub(crate) fn run_root(rec: &Reconciler) -> Hash {
     crate::receipt::merkle_root_of(rec.ids(), rec.codec()).0
 }
 
-fn allocate_run(
-    store: &Store,
-    txn: &WriteTransaction,
-    new: &NewRun,
-    key: &[u8; CURSOR_KEY_LEN],
-) -> Result<RunId, Failure> {
+fn allocate_run(store: &Store, txn: &WriteTransaction, new: &NewRun) -> Result<RunId, Failure> {
     let engine = &store.engine;
     let (counter, last) =
         engine.contain("read the run counter", || -> Result<_, redb::Error> {
@@ -581,8 +616,6 @@ fn allocate_run(
         txn.open_table(META)?
             .insert(META_NEXT_RUN, next.to_le_bytes().as_slice())?;
         txn.open_table(RUNS)?.insert(counter, bytes.as_slice())?;
-        txn.open_table(CURSOR_KEYS)?
-            .insert(counter, key.as_slice())?;
         Ok(())
     })?;
     Ok(RunId(counter))

@@ -371,8 +371,11 @@ fn export_never_overwrites_the_store() {
 
 /// Raw cursors stayed in the store file after a run had finished. Now no raw cursor is
 /// written in clear at all (the resume request is encrypted under a per-run key), and a
-/// finished run keeps neither request nor key. A canary cursor is looked for in the file's
-/// bytes while a run is resumable and after it finished.
+/// finished run keeps neither request nor key. The key was deleted from a redb table, whose
+/// freed page still held it (and the page journal carried it in every record): it now lives
+/// only in a slot of the key file, zeroed when the run finishes. A canary cursor and the
+/// run's key are looked for in the bytes of the store, its journal and its key file while the
+/// run is resumable and after it finished.
 #[test]
 fn no_raw_cursor_is_ever_in_the_store_file() {
     let env = Env::new();
@@ -388,14 +391,61 @@ fn no_raw_cursor_is_ever_in_the_store_file() {
     let c = json!({"source": "s", "limits": {"max_pages": 1}});
     let (code, r) = env.scan("canary", &c, &src);
     assert_eq!(code, 3);
-    let contains = |hay: &[u8]| hay.windows(canary.len()).any(|w| w == canary.as_bytes());
-    assert!(
-        !contains(&std::fs::read(&env.store).expect("store")),
-        "the raw cursor is in the file while the run is resumable"
-    );
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    // The store, its page journal and its key file: every file beside the store.
+    let files = || -> Vec<(String, Vec<u8>)> {
+        let store = std::path::Path::new(&env.store);
+        let dir = store.parent().expect("dir");
+        let name = store
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&name))
+            })
+            .map(|p| (p.display().to_string(), std::fs::read(&p).expect("read")))
+            .collect()
+    };
+    let no_canary = |when: &str| {
+        for (name, bytes) in files() {
+            assert_eq!(
+                find(&bytes, canary.as_bytes()),
+                None,
+                "the raw cursor is in {name} {when}"
+            );
+        }
+    };
+    no_canary("while the run is resumable");
+    // The run's key, read from its slot of the key file (docs/FORMAT.md §10b): header 32
+    // bytes, then slots of u64le run, 32-byte key, check, zeros.
+    let keys = std::fs::read(format!("{}.keys", env.store)).expect("key file");
+    let slot = keys
+        .get(32..)
+        .unwrap_or_default()
+        .chunks_exact(64)
+        .find(|s| s[..8] == 1u64.to_le_bytes())
+        .expect("a resumable run has its key's slot");
+    let key = slot[8..40].to_vec();
+    for (name, bytes) in files() {
+        if !name.ends_with(".keys") {
+            assert_eq!(find(&bytes, &key), None, "the cursor key is in {name}");
+        }
+    }
     let (code, _, err) = env.sl(&["resume", &run_id(&r), "--max-pages", "5"]);
     assert_eq!(code, 0, "{err}");
-    assert!(!contains(&std::fs::read(&env.store).expect("store")));
+    no_canary("after the run finished");
+    for (name, bytes) in files() {
+        assert_eq!(
+            find(&bytes, &key),
+            None,
+            "the key of the finished run is still in {name}"
+        );
+    }
     let (code, out, err) = env.sl(&["resume", &run_id(&r)]);
     assert_eq!(
         code, 2,

@@ -9,6 +9,12 @@
 //! `count=false` hides the server-side count. Under a contract's `key_range` only IDs in the
 //! range are served (dense: the range's window of positions; random: every position, filtered),
 //! and `stray_at=P` makes page P carry one ID just outside the range (a source that ignored it).
+//!
+//! `faults` (tests) is the whole-system simulation's source: a collection that changes with
+//! its snapshot and a seeded schedule of every fault a real source shows.
+
+#[cfg(test)]
+pub(crate) mod faults;
 
 use std::collections::HashSet;
 use std::time::Duration;
