@@ -53,7 +53,7 @@ impl<S: PageSource + Send> PageSource for Tap<'_, S> {
 /// ```
 /// use scanledger::{reread_contents, Contract, SimConfig, SimSource};
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-/// let mut s = SimSource::new(SimConfig { records: 10, ..SimConfig::default() });
+/// let mut s = SimSource::new(SimConfig::default().with_records(10));
 /// let r = rt.block_on(reread_contents(&Contract::new("s"), &mut s)).unwrap();
 /// assert_eq!(r.contents.len(), 10);
 /// ```

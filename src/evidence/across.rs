@@ -74,26 +74,7 @@ pub fn diff_across(
             partitions_loaded: loaded,
         });
     }
-    let differing = diff::differing_partitions(&old_snap.leaves(old)?, &new_snap.leaves(new)?);
-    let old_parts = old_snap.partitions_of(old, &differing)?;
-    let new_parts = new_snap.partitions_of(new, &differing)?;
-    let partitions_loaded = old_parts
-        .iter()
-        .chain(&new_parts)
-        .filter(|(_, b)| b.is_some())
-        .count() as u64;
-    let diff = diff::of_partitions(
-        old_parts
-            .iter()
-            .zip(&new_parts)
-            .map(|((p, o), (_, n))| (*p, o.as_ref(), n.as_ref())),
-    );
-    Ok(RunDiff {
-        old: old_h,
-        new: new_h,
-        diff,
-        partitions_loaded,
-    })
+    super::diff_of_leaves(old_snap, old_h, new_snap, new_h)
 }
 
 /// (digest of the original string, interned ID) of every ID of a `string` run, by digest.

@@ -81,9 +81,21 @@ pub fn diff_runs(snap: &Snapshot<'_>, old: RunId, new: RunId) -> Result<RunDiff,
             });
         }
     }
-    let differing = diff::differing_partitions(&snap.leaves(old)?, &snap.leaves(new)?);
-    let old_parts = snap.partitions_of(old, &differing)?;
-    let new_parts = snap.partitions_of(new, &differing)?;
+    diff_of_leaves(snap, old_h, snap, new_h)
+}
+
+/// The diff of two runs whose roots differ, each read through its own snapshot (the same one
+/// for two runs of one store): their leaves, then only the partitions whose leaves differ.
+pub(crate) fn diff_of_leaves(
+    old_snap: &Snapshot<'_>,
+    old_h: RunHeader,
+    new_snap: &Snapshot<'_>,
+    new_h: RunHeader,
+) -> Result<RunDiff, DiffError> {
+    let (old, new) = (old_h.run_id, new_h.run_id);
+    let differing = diff::differing_partitions(&old_snap.leaves(old)?, &new_snap.leaves(new)?);
+    let old_parts = old_snap.partitions_of(old, &differing)?;
+    let new_parts = new_snap.partitions_of(new, &differing)?;
     let partitions_loaded = old_parts
         .iter()
         .chain(&new_parts)
