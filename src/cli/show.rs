@@ -75,6 +75,9 @@ pub(crate) fn receipt_text(r: &Receipt) -> String {
     }
     line("partitions", format!("{} non-empty", r.partitions));
     line("merkle root", r.merkle_root.clone());
+    if let Some(c) = &r.content_root {
+        line("content root", c.clone());
+    }
     line("chain", r.cursor_chain_digest.clone());
     if !r.limits_hit.is_empty() {
         line("limits hit", r.limits_hit.join(", "));

@@ -92,6 +92,16 @@ impl Pair<'_> {
             assert_eq!(code, 0, "{name}: {err} {r}");
             assert_eq!(r["unique_ids_observed"], json!(rows), "{name}");
             assert!(r["content_root"].is_string(), "{name}: {r}");
+            // The text receipt shows the content root the JSON carries.
+            let path = self.path(store);
+            let (code, text, err) = util::run(&["--store", &path, "receipt", "1"]);
+            assert_eq!(code, 0, "{name}: {err}");
+            let root = r["content_root"].as_str().unwrap_or("?");
+            assert!(
+                text.lines()
+                    .any(|l| l.trim_start().starts_with("content root") && l.ends_with(root)),
+                "{name}: no content root line in:\n{text}"
+            );
         }
     }
 
