@@ -6,7 +6,7 @@
 //! No message here ever carries a raw continuation cursor: cursors appear only as the short
 //! fingerprint `digest::cursor_fingerprint` makes of them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A contract that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -275,3 +275,12 @@ impl Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A [`SourceError::Config`] for the config file at `path`: what every source's config
+/// reader returns for a key it cannot use.
+pub(crate) fn config_error(path: &Path, problem: impl Into<String>) -> SourceError {
+    SourceError::Config {
+        path: path.to_owned(),
+        problem: problem.into(),
+    }
+}

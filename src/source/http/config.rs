@@ -5,6 +5,7 @@
 //! secret lives only in a [`Secret`], whose `Debug` is redacted and which no error, log or
 //! store ever receives: errors name the variable, never its value.
 
+use crate::error::config_error as bad;
 use std::path::Path;
 
 use reqwest::header::{HeaderName, HeaderValue};
@@ -86,13 +87,6 @@ pub struct HttpConfig {
     pub(super) max_body_bytes: u64,
     /// The response mapping.
     pub(super) mapping: Mapping,
-}
-
-fn bad(path: &Path, problem: impl Into<String>) -> SourceError {
-    SourceError::Config {
-        path: path.to_owned(),
-        problem: problem.into(),
-    }
 }
 
 fn opt_str<'a>(

@@ -7,6 +7,7 @@
 //! `auth_env`, the values of `env`) live only in [`Secret`]s, whose `Debug` is redacted: no
 //! error names a value, only the key or the variable.
 
+use crate::error::config_error as bad;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
@@ -142,13 +143,6 @@ pub struct McpConfig {
     pub(crate) expired_marker: Option<String>,
     pub(crate) max_result_bytes: u64,
     pub(crate) init_timeout_ms: u64,
-}
-
-fn bad(path: &Path, problem: impl Into<String>) -> SourceError {
-    SourceError::Config {
-        path: path.to_owned(),
-        problem: problem.into(),
-    }
 }
 
 fn text<'a>(

@@ -5,6 +5,7 @@
 //! config's `Debug` prints the user, host, port and database and never the password, and no
 //! error built here quotes the DSN (a URL error names the problem, never the text).
 
+pub(crate) use crate::error::config_error as config_err;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -260,13 +261,6 @@ impl MysqlConfig {
             self.opts.tcp_port(),
             self.opts.db_name().unwrap_or("")
         )
-    }
-}
-
-pub(crate) fn config_err(path: &Path, problem: String) -> SourceError {
-    SourceError::Config {
-        path: path.to_owned(),
-        problem,
     }
 }
 

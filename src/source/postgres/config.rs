@@ -11,6 +11,7 @@
 //! config file is operator input, like a psql script. They run inside a READ ONLY transaction
 //! as one prepared statement (a `;` cannot start a second one).
 
+use crate::error::config_error;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -260,13 +261,6 @@ impl PgConfig {
             rootcert,
             page_delay,
         })
-    }
-}
-
-fn config_error(path: &Path, problem: String) -> SourceError {
-    SourceError::Config {
-        path: path.to_owned(),
-        problem,
     }
 }
 
