@@ -146,15 +146,7 @@ impl Engine {
         if !force_copy {
             match open_read_only(path) {
                 Ok((db, file)) => {
-                    let engine = Engine {
-                        db: Some(Db::Read(db)),
-                        file: Some(file),
-                        path: path.to_owned(),
-                        broken: AtomicBool::new(false),
-                        copy: None,
-                        writable: false,
-                        exclusive: false,
-                    };
+                    let engine = Engine::read_only(db, file, path);
                     schema::check(&engine)?;
                     return Ok(engine);
                 }
@@ -730,6 +722,21 @@ enum Opened {
     Failed(OpenError),
 }
 
+/// An engine over a store file opened read-only in place (never written, no private copy).
+impl Engine {
+    fn read_only(db: ReadOnlyDatabase, file: FileHandle, path: &Path) -> Engine {
+        Engine {
+            db: Some(Db::Read(db)),
+            file: Some(file),
+            path: path.to_owned(),
+            broken: AtomicBool::new(false),
+            copy: None,
+            writable: false,
+            exclusive: false,
+        }
+    }
+}
+
 fn open_read_only(path: &Path) -> Result<(ReadOnlyDatabase, FileHandle), Opened> {
     let file =
         std::fs::File::open(path).map_err(|e| Opened::Failed(io_open_error(path, "open", e)))?;
@@ -751,18 +758,7 @@ fn open_read_only(path: &Path) -> Result<(ReadOnlyDatabase, FileHandle), Opened>
 /// read-only open, or, when the file needs repair, on a repaired private copy.
 fn prove_ours(path: &Path) -> Result<(), OpenError> {
     match open_read_only(path) {
-        Ok((db, file)) => {
-            let engine = Engine {
-                db: Some(Db::Read(db)),
-                file: Some(file),
-                path: path.to_owned(),
-                broken: AtomicBool::new(false),
-                copy: None,
-                writable: false,
-                exclusive: false,
-            };
-            schema::check(&engine)
-        }
+        Ok((db, file)) => schema::check(&Engine::read_only(db, file, path)),
         Err(Opened::NeedsRepair) => {
             let copy = TempCopy::of(path)?;
             let engine = Engine::open_db_writer(&copy.path, Sharing::Exclusive, true)
