@@ -160,20 +160,19 @@ impl Reconciler {
         let mut new_labels: Vec<&str> = Vec::new();
         for (i, item) in page.items.iter().enumerate() {
             match self.codec.encode(&item.id) {
-                Ok(id) if self.settings.key_range.is_some_and(|r| !r.contains(id)) => {
-                    self.scratch_ids = ids;
-                    let detail = match self.settings.key_range {
-                        Some(r) => format!(
+                Ok(id) => {
+                    if let Some(r) = self.settings.key_range.filter(|r| !r.contains(id)) {
+                        self.scratch_ids = ids;
+                        let detail = format!(
                             "item {i}: ID {} is outside the contract's key range [{}, {})",
                             self.codec.render(id),
                             r.lo,
                             r.hi
-                        ),
-                        None => format!("item {i}: outside the contract's key range"),
-                    };
-                    return Err(self.stop(ViolationKind::InvalidPage, page_idx, detail));
+                        );
+                        return Err(self.stop(ViolationKind::InvalidPage, page_idx, detail));
+                    }
+                    ids.push(id);
                 }
-                Ok(id) => ids.push(id),
                 Err(e) => {
                     self.scratch_ids = ids;
                     return Err(self.stop(
