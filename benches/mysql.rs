@@ -12,6 +12,9 @@
 //! snapshot, the reconciler, an in-memory sink). It prints the median time of each, the
 //! rows per second and the ratio with/without (the target: at most 1.5).
 //!
+//! `SCANLEDGER_BENCH_ONLY=content` (or `plain`) scans only one of the two configs, into memory,
+//! ten times: a loop to profile under `perf record`, with no ratio printed.
+//!
 //! Back of the envelope: a keyset page of 10,000 narrow rows is a short range scan of the
 //! primary key, ~5 ms on the server and a few MB on the wire; 1 M rows are 100 pages, ~1 s.
 //! Content adds ~60 bytes per row on the wire and one SHA-256 of ~80 bytes per row (~0.3 µs),
@@ -230,6 +233,13 @@ fn main() {
         // One warm-up scan each, so the buffer pool holds the table for both.
         rt.block_on(scan_once(&plain, rows, None));
         rt.block_on(scan_once(&content, rows, None));
+        if let Ok(only) = std::env::var("SCANLEDGER_BENCH_ONLY") {
+            let config = if only == "content" { &content } else { &plain };
+            for _ in 0..10 {
+                rt.block_on(scan_once(config, rows, None));
+            }
+            continue;
+        }
         let server = server_pid();
         let store_path = dir.path().join("bench.redb");
         for (sink, store) in [

@@ -265,8 +265,12 @@ fn utc_micros_matches_known_instants() {
 }
 
 fn hash(kinds: &[Kind], names: &[String], row: &[Value]) -> Result<[u8; 32], String> {
-    let mut scratch = Vec::new();
-    value::content_hash(kinds, names, |i| &row[i], &mut scratch)
+    value::content_hash(
+        kinds,
+        names,
+        |i| &row[i],
+        &mut crate::content::RecordHasher::new(),
+    )
 }
 
 #[test]

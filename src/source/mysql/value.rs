@@ -12,7 +12,7 @@
 use mysql_async::Value;
 
 use super::sql::{KeyKind, Kind};
-use crate::content::{record_hash, ContentValue};
+use crate::content::{record_hash, ContentValue, RecordHasher};
 use crate::contract::RawId;
 
 /// The ID of a key value.
@@ -80,7 +80,7 @@ pub(crate) fn is_set(v: &Value) -> bool {
 /// The value a missing cell reads as.
 pub(crate) static NULL: Value = Value::NULL;
 
-/// The content digest of one row: `value(i)` is the row's `i`-th content value. `scratch` is
+/// The content digest of one row: `value(i)` is the row's `i`-th content value. `hasher` is
 /// reused from row to row of a page, so the common row allocates nothing here.
 ///
 /// # Errors
@@ -89,20 +89,22 @@ pub(crate) fn content_hash<'a>(
     kinds: &[Kind],
     names: &[String],
     value: impl Fn(usize) -> &'a Value,
-    scratch: &mut Vec<ContentValue<'a>>,
+    hasher: &mut RecordHasher,
 ) -> Result<[u8; 32], String> {
     let named = |i: usize, p: String| {
         let name = names.get(i).map_or("?", String::as_str);
         format!("content column {name:?}: {p}")
     };
-    scratch.clear();
+    hasher
+        .begin_record(kinds.len())
+        .map_err(|e| e.to_string())?;
     for (i, kind) in kinds.iter().enumerate() {
         match content_value(*kind, value(i)).map_err(|p| named(i, p))? {
-            Some(cv) => scratch.push(cv),
-            None => return hash_with_odd_dates(kinds, names, &value),
+            Some(cv) => hasher.add_value(&cv).map_err(|e| named(i, e.to_string()))?,
+            None => return hash_with_odd_dates(kinds, names, &value, hasher),
         }
     }
-    hash(scratch, names)
+    Ok(hasher.record_digest())
 }
 
 /// The slow path of a row holding a date the calendar does not have: such a date is hashed as
@@ -111,6 +113,7 @@ fn hash_with_odd_dates<'a>(
     kinds: &[Kind],
     names: &[String],
     value: &impl Fn(usize) -> &'a Value,
+    hasher: &mut RecordHasher,
 ) -> Result<[u8; 32], String> {
     let texts: Vec<Option<String>> = (0..kinds.len())
         .map(|i| odd_date_text(kinds[i], value(i)))
@@ -123,13 +126,9 @@ fn hash_with_odd_dates<'a>(
         };
         out.push(cv.ok_or_else(|| format!("content column {:?}: unreadable", names[i]))?);
     }
-    hash(&out, names)
-}
-
-fn hash(values: &[ContentValue<'_>], names: &[String]) -> Result<[u8; 32], String> {
-    record_hash(values).map_err(|e| {
+    hasher.hash(&out).map_err(|e| {
         // Rare: find the column to name by hashing the values one by one.
-        let bad = values
+        let bad = out
             .iter()
             .position(|v| record_hash(std::slice::from_ref(v)).is_err());
         let name = bad.and_then(|i| names.get(i)).map_or("?", String::as_str);

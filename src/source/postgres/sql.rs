@@ -12,7 +12,7 @@ use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::Row;
 
 use super::config::{quote_ident, PgConfig};
-use crate::content::{record_hash, ContentValue};
+use crate::content::{ContentValue, RecordHasher};
 use crate::contract::{Item, RawId};
 
 /// The cursor's version tag: a cursor is `k1:` and the last key in text form.
@@ -459,6 +459,7 @@ pub(crate) fn decode(
     let more = m > n;
     let mut items = Vec::with_capacity(m.min(n));
     let mut values = Vec::with_capacity(content.len());
+    let mut hasher = RecordHasher::new();
     let mut last = None;
     for &i in order.iter().take(n) {
         let param = &keys[i].0;
@@ -489,7 +490,7 @@ pub(crate) fn decode(
                     )
                 })?);
             }
-            Some(record_hash(&values).map_err(|e| {
+            Some(hasher.hash(&values).map_err(|e| {
                 format!(
                     "row with key {}: content cannot be hashed: {e}",
                     shown(param)

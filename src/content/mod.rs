@@ -15,9 +15,13 @@
 //! shortest round-trip decimal) share one canonical decimal form, so `1.50` and `1.5`, `7` and
 //! `7.000`, `true` and `1` hash alike. Pure: no IO.
 
-use sha2::{Digest, Sha256};
+mod acc;
+mod decimal;
+mod enc;
 
-use crate::digest::{self, Hash};
+pub use acc::{entry, leaf_hash, root, ContentAcc, CONTENT_ACC_LEN};
+pub use decimal::canonical_decimal;
+pub use enc::RecordHasher;
 
 /// Domain tag of a record's content digest.
 pub const CONTENT_DOMAIN: &[u8] = b"scanledger:content:v1";
@@ -101,18 +105,62 @@ pub enum ContentError {
 /// # Errors
 /// `ContentError` for a value that has no canonical encoding (see the variants).
 pub fn record_hash(values: &[ContentValue<'_>]) -> Result<[u8; 32], ContentError> {
-    if values.len() > CONTENT_VALUES_MAX {
-        return Err(ContentError::TooLarge {
-            what: "more than 64 values",
-        });
+    RecordHasher::new().hash(values)
+}
+
+impl RecordHasher {
+    /// [`record_hash`] with this hasher's buffer: a source hashing many records keeps one
+    /// hasher, so a record costs no allocation.
+    ///
+    /// ```
+    /// use scanledger::content::{record_hash, ContentValue as V, RecordHasher};
+    /// let mut h = RecordHasher::new();
+    /// let row = [V::Text("a@example.com"), V::Int(7)];
+    /// assert_eq!(h.hash(&row).unwrap(), record_hash(&row).unwrap());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`record_hash`].
+    pub fn hash(&mut self, values: &[ContentValue<'_>]) -> Result<[u8; 32], ContentError> {
+        self.begin_record(values.len())?;
+        for v in values {
+            self.add_value(v)?;
+        }
+        Ok(self.record_digest())
     }
-    let mut h = Sha256::new();
-    h.update(CONTENT_DOMAIN);
-    h.update(len32(values.len())?.to_le_bytes());
-    for v in values {
-        encode(v, &mut h)?;
+
+    /// Starts a record of `n` values, to be given one by one with [`RecordHasher::add_value`]
+    /// (a source that reads values one at a time needs no buffer of them).
+    ///
+    /// # Errors
+    /// `TooLarge` for more than `CONTENT_VALUES_MAX` values.
+    pub fn begin_record(&mut self, n: usize) -> Result<(), ContentError> {
+        if n > CONTENT_VALUES_MAX {
+            return Err(ContentError::TooLarge {
+                what: "more than 64 values",
+            });
+        }
+        self.begin(n);
+        self.put(CONTENT_DOMAIN);
+        self.put(&len32(n)?.to_le_bytes());
+        Ok(())
     }
-    Ok(h.finalize().into())
+
+    /// Adds the record's next value.
+    ///
+    /// # Errors
+    /// As [`record_hash`], for this value.
+    pub fn add_value(&mut self, v: &ContentValue<'_>) -> Result<(), ContentError> {
+        self.count();
+        encode(v, self)
+    }
+
+    /// The digest of the record begun last; it must have been given the number of values it
+    /// was begun with.
+    #[must_use]
+    pub fn record_digest(&self) -> [u8; 32] {
+        self.finish()
+    }
 }
 
 fn len32(n: usize) -> Result<u32, ContentError> {
@@ -121,23 +169,73 @@ fn len32(n: usize) -> Result<u32, ContentError> {
     })
 }
 
-fn put(h: &mut Sha256, tag: u8, payload: &[u8]) -> Result<(), ContentError> {
-    h.update([tag]);
-    h.update(len32(payload.len())?.to_le_bytes());
-    h.update(payload);
+/// A tagged value: tag, u32le length, payload.
+fn put(e: &mut RecordHasher, tag: u8, payload: &[u8]) -> Result<(), ContentError> {
+    put_pieces(e, tag, &[payload])
+}
+
+/// A tagged value whose payload is the concatenation of `pieces`.
+fn put_pieces(e: &mut RecordHasher, tag: u8, pieces: &[&[u8]]) -> Result<(), ContentError> {
+    let len = pieces
+        .iter()
+        .try_fold(0usize, |n, p| n.checked_add(p.len()));
+    let len = len.ok_or(ContentError::TooLarge {
+        what: "a value over 4 GiB",
+    })?;
+    e.put(&[tag]);
+    e.put(&len32(len)?.to_le_bytes());
+    for p in pieces {
+        e.put(p);
+    }
     Ok(())
 }
 
-fn encode(v: &ContentValue<'_>, h: &mut Sha256) -> Result<(), ContentError> {
+/// A canonical decimal as a tagged number, written without building its text when the input
+/// has no exponent.
+fn put_decimal(e: &mut RecordHasher, text: &str) -> Result<(), ContentError> {
+    let c = decimal::canonical(text)?;
+    let [a, b, c2, d] = c.pieces();
+    put_pieces(
+        e,
+        0x01,
+        &[a.as_bytes(), b.as_bytes(), c2.as_bytes(), d.as_bytes()],
+    )
+}
+
+/// The decimal digits of `i` (with `-` when negative) in `buf`; i128 has at most 39 digits.
+fn int_text(i: i128, buf: &mut [u8; 40]) -> &[u8] {
+    let mut n = i.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
+/// Two ASCII digits of `n` (0 to 99).
+fn two_digits(n: u8) -> [u8; 2] {
+    [b'0' + (n / 10) % 10, b'0' + n % 10]
+}
+
+fn encode(v: &ContentValue<'_>, e: &mut RecordHasher) -> Result<(), ContentError> {
     match v {
-        ContentValue::Null => h.update([0x00]),
-        ContentValue::Bool(b) => put(h, 0x01, if *b { b"1" } else { b"0" })?,
-        ContentValue::Int(i) => put(h, 0x01, i.to_string().as_bytes())?,
-        ContentValue::Decimal(text) => put(h, 0x01, canonical_decimal(text)?.as_bytes())?,
+        ContentValue::Null => e.put(&[0x00]),
+        ContentValue::Bool(b) => put(e, 0x01, if *b { b"1" } else { b"0" })?,
+        ContentValue::Int(i) => put(e, 0x01, int_text(*i, &mut [0; 40]))?,
+        ContentValue::Decimal(text) => put_decimal(e, text)?,
         ContentValue::Float(f) if f.is_finite() => {
             // Rust's `Display` for f64 is the shortest text that round-trips, in plain
             // notation; the canonical decimal of that text is the hashed form.
-            put(h, 0x01, canonical_decimal(&f.to_string())?.as_bytes())?;
+            put_decimal(e, &f.to_string())?;
         }
         ContentValue::Float(f) => {
             let name: &[u8] = if f.is_nan() {
@@ -147,13 +245,13 @@ fn encode(v: &ContentValue<'_>, h: &mut Sha256) -> Result<(), ContentError> {
             } else {
                 b"-Infinity"
             };
-            put(h, 0x06, name)?;
+            put(e, 0x06, name)?;
         }
-        ContentValue::Text(s) => put(h, 0x02, s.as_bytes())?,
-        ContentValue::Bytes(b) => put(h, 0x03, b)?,
+        ContentValue::Text(s) => put(e, 0x02, s.as_bytes())?,
+        ContentValue::Bytes(b) => put(e, 0x03, b)?,
         ContentValue::TimestampMicros(us) => {
-            h.update([0x04]);
-            h.update(us.to_le_bytes());
+            e.put(&[0x04]);
+            e.put(&us.to_le_bytes());
         }
         ContentValue::Date { year, month, day } => {
             if *year > 9999 || !(1..=12).contains(month) || !(1..=31).contains(day) {
@@ -163,199 +261,23 @@ fn encode(v: &ContentValue<'_>, h: &mut Sha256) -> Result<(), ContentError> {
                     day: *day,
                 });
             }
-            h.update([0x05]);
-            h.update(format!("{year:04}-{month:02}-{day:02}").as_bytes());
+            let [c, y] =
+                [*year / 100, *year % 100].map(|n| two_digits(u8::try_from(n).unwrap_or(0)));
+            let (m, d) = (two_digits(*month), two_digits(*day));
+            e.put(&[
+                0x05, c[0], c[1], y[0], y[1], b'-', m[0], m[1], b'-', d[0], d[1],
+            ]);
         }
     }
     Ok(())
-}
-
-/// The canonical text of a decimal number: an optional `-` (never for zero), the integer
-/// digits without leading zeros (`0` when none), and a `.` with the fraction's digits when
-/// the fraction is not zero, without trailing zeros; no exponent, no `+`.
-///
-/// ```
-/// use scanledger::content::canonical_decimal;
-/// assert_eq!(canonical_decimal("001.500").unwrap(), "1.5");
-/// assert_eq!(canonical_decimal("-0.00").unwrap(), "0");
-/// assert_eq!(canonical_decimal("1.5E+3").unwrap(), "1500");
-/// assert_eq!(canonical_decimal("-12e-4").unwrap(), "-0.0012");
-/// assert!(canonical_decimal("1.2.3").is_err());
-/// ```
-///
-/// # Errors
-/// `NotADecimal` for text that is not `[+-]digits[.digits][(e|E)[+-]digits]` (digits on at
-/// least one side of the point); `DecimalTooLong` when the canonical form would exceed
-/// `DECIMAL_LEN_MAX` characters.
-pub fn canonical_decimal(text: &str) -> Result<String, ContentError> {
-    let bad = || ContentError::NotADecimal {
-        text: text.chars().take(64).collect(),
-    };
-    if text.len() > DECIMAL_LEN_MAX {
-        return Err(ContentError::DecimalTooLong);
-    }
-    let (negative, rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    };
-    let (int_part, frac_part) = match mantissa.find('.') {
-        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-        None => (mantissa, ""),
-    };
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if (int_part.is_empty() && frac_part.is_empty())
-        || !all_digits(int_part)
-        || !all_digits(frac_part)
-    {
-        return Err(bad());
-    }
-    if int_part.bytes().chain(frac_part.bytes()).all(|b| b == b'0') {
-        // Zero, whatever its sign or exponent (the exponent must still be well formed).
-        if let Some(e) = exponent {
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if digits.is_empty() || !all_digits(digits) {
-                return Err(bad());
-            }
-        }
-        return Ok("0".to_owned());
-    }
-    // The value is `int_part.frac_part * 10^exp`: place the point in the digit string.
-    let exp: i64 = match exponent {
-        None => 0,
-        Some(e) => {
-            let (sign, digits) = match e.as_bytes().first() {
-                Some(b'-') => (-1, &e[1..]),
-                Some(b'+') => (1, &e[1..]),
-                _ => (1, e),
-            };
-            if digits.is_empty() || !all_digits(digits) {
-                return Err(bad());
-            }
-            // More exponent digits than the length bound allows can only be too long (or
-            // round to zero, which we refuse too rather than guess): cap before parsing.
-            let magnitude: i64 = if digits.trim_start_matches('0').len() > 6 {
-                return Err(ContentError::DecimalTooLong);
-            } else {
-                digits.parse().map_err(|_| bad())?
-            };
-            sign * magnitude
-        }
-    };
-    let digits: String = format!("{int_part}{frac_part}");
-    // Position of the decimal point counted from the left of `digits`.
-    let int_len = i64::try_from(int_part.len()).map_err(|_| ContentError::DecimalTooLong)?;
-    let point = int_len + exp;
-    let n = i64::try_from(digits.len()).map_err(|_| ContentError::DecimalTooLong)?;
-    let max = i64::try_from(DECIMAL_LEN_MAX).map_err(|_| ContentError::DecimalTooLong)?;
-    if point > max || point < -max {
-        return Err(ContentError::DecimalTooLong);
-    }
-    let (int_digits, frac_digits): (String, String) = if point <= 0 {
-        let zeros = "0".repeat(usize::try_from(-point).map_err(|_| ContentError::DecimalTooLong)?);
-        (String::new(), format!("{zeros}{digits}"))
-    } else if point >= n {
-        let zeros =
-            "0".repeat(usize::try_from(point - n).map_err(|_| ContentError::DecimalTooLong)?);
-        (format!("{digits}{zeros}"), String::new())
-    } else {
-        let p = usize::try_from(point).map_err(|_| ContentError::DecimalTooLong)?;
-        (digits[..p].to_owned(), digits[p..].to_owned())
-    };
-    let int_digits = int_digits.trim_start_matches('0');
-    let frac_digits = frac_digits.trim_end_matches('0');
-    let mut out = String::with_capacity(int_digits.len() + frac_digits.len() + 3);
-    if negative && !(int_digits.is_empty() && frac_digits.is_empty()) {
-        out.push('-');
-    }
-    out.push_str(if int_digits.is_empty() {
-        "0"
-    } else {
-        int_digits
-    });
-    if !frac_digits.is_empty() {
-        out.push('.');
-        out.push_str(frac_digits);
-    }
-    if out.len() > DECIMAL_LEN_MAX {
-        return Err(ContentError::DecimalTooLong);
-    }
-    Ok(out)
-}
-
-// Per-leaf content accumulators: what a run keeps of its records' contents, never the rows.
-//
-// Each record with a content digest adds `e = H(0x03 || key || content)` to the accumulator of
-// its leaf, where `key` is the ID's `u64le` for the `int` and `prefixed` codecs and the
-// string's digest for `string` (so two stores that interned differently agree), and the leaf
-// is the ID's partition, or the string's bucket (docs/FORMAT.md §4b). An accumulator is 64
-// bytes: the sum of the `e`s modulo 2^256 (little-endian) and their XOR. Both are independent
-// of order, so two runs over the same records agree whatever their pages, and a leaf whose
-// accumulators differ holds a record whose content differs (or an ID one side lacks).
-
-/// Bytes of one leaf's accumulator.
-pub const CONTENT_ACC_LEN: usize = 64;
-
-/// One leaf's accumulator: sum (mod 2^256, little-endian) then XOR of the entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ContentAcc(pub [u8; CONTENT_ACC_LEN]);
-
-impl Default for ContentAcc {
-    fn default() -> ContentAcc {
-        ContentAcc([0; CONTENT_ACC_LEN])
-    }
-}
-
-impl ContentAcc {
-    /// Adds one record's entry.
-    pub fn add(&mut self, entry: &Hash) {
-        let mut carry = 0u16;
-        for (i, b) in entry.iter().enumerate() {
-            let s = u16::from(self.0[i]) + u16::from(*b) + carry;
-            self.0[i] = (s & 0xff) as u8;
-            carry = s >> 8;
-        }
-        for (i, b) in entry.iter().enumerate() {
-            self.0[32 + i] ^= b;
-        }
-    }
-}
-
-/// A record's entry: `H(0x03 || key || content)`.
-#[must_use]
-pub fn entry(key: &[u8], content: &Hash) -> Hash {
-    let mut h = Sha256::new();
-    h.update([0x03]);
-    h.update(key);
-    h.update(content);
-    h.finalize().into()
-}
-
-/// The leaf of a content accumulator: `H(0x02 || u64le leaf || accumulator)`.
-#[must_use]
-pub fn leaf_hash(leaf: u64, acc: &ContentAcc) -> Hash {
-    let mut h = Sha256::new();
-    h.update([0x02]);
-    h.update(leaf.to_le_bytes());
-    h.update(acc.0);
-    h.finalize().into()
-}
-
-/// The content root of a run: the RFC 6962 tree over its non-empty leaves, ascending.
-#[must_use]
-pub fn root<'a>(leaves: impl IntoIterator<Item = (u64, &'a ContentAcc)>) -> Hash {
-    let hashes: Vec<Hash> = leaves.into_iter().map(|(l, a)| leaf_hash(l, a)).collect();
-    digest::merkle_root_of_leaves(hashes.iter())
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
+    use crate::digest::{self, Hash};
+    use sha2::Digest as _;
 
     #[test]
     fn canonical_decimals() {
@@ -473,5 +395,95 @@ mod tests {
         d.add(&[0x01; 32]);
         assert_eq!(d.0[0], 0x00);
         assert_eq!(d.0[1], 0x01);
+    }
+
+    #[test]
+    fn integers_hash_as_their_decimal_text() {
+        for i in [
+            0i128,
+            7,
+            -7,
+            10,
+            -10,
+            i128::from(u64::MAX),
+            i128::MAX,
+            i128::MIN,
+        ] {
+            assert_eq!(int_text(i, &mut [0; 40]), i.to_string().as_bytes(), "{i}");
+            assert_eq!(
+                record_hash(&[ContentValue::Int(i)]).unwrap(),
+                record_hash(&[ContentValue::Decimal(&i.to_string())]).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_text_crosses_the_encoders_buffer() {
+        // The same value set, split differently across values, must not collide, and a value
+        // longer than the buffer hashes as the plain SHA-256 of the encoding says.
+        let long = "x".repeat(10_000);
+        let mut want = sha2::Sha256::new();
+        want.update(CONTENT_DOMAIN);
+        want.update(1u32.to_le_bytes());
+        want.update([0x02]);
+        want.update(10_000u32.to_le_bytes());
+        want.update(long.as_bytes());
+        let want: [u8; 32] = want.finalize().into();
+        assert_eq!(record_hash(&[ContentValue::Text(&long)]).unwrap(), want);
+    }
+
+    proptest::proptest! {
+        /// The borrowed path (no exponent) and the general path (the same text with `e0`)
+        /// give the same canonical form, and both hash alike.
+        #[test]
+        fn a_decimal_without_exponent_is_canonical_as_with_e0(
+            sign in "[-+]?", int in "[0-9]{0,30}", point in proptest::bool::ANY,
+            frac in "[0-9]{0,30}",
+        ) {
+            let text = format!("{sign}{int}{}{frac}", if point { "." } else { "" });
+            let plain = canonical_decimal(&text);
+            let general = canonical_decimal(&format!("{text}e0"));
+            // The same form, or the same kind of refusal (the message quotes each text).
+            let kind = |r: &Result<String, ContentError>| match r {
+                Ok(s) => Ok(s.clone()),
+                Err(e) => Err(std::mem::discriminant(e)),
+            };
+            proptest::prop_assert_eq!(kind(&plain), kind(&general), "{}", text);
+            if plain.is_ok() {
+                proptest::prop_assert_eq!(
+                    record_hash(&[ContentValue::Decimal(&text)]).unwrap(),
+                    record_hash(&[ContentValue::Decimal(&format!("{text}e0"))]).unwrap()
+                );
+            }
+        }
+
+        /// The entry's one-buffer hash is the three-part hash the format defines.
+        #[test]
+        fn entry_is_the_defined_hash(key in proptest::collection::vec(proptest::num::u8::ANY, 0..70),
+                                     content in proptest::array::uniform32(proptest::num::u8::ANY)) {
+            let mut h = sha2::Sha256::new();
+            h.update([0x03]);
+            h.update(&key);
+            h.update(content);
+            let want: [u8; 32] = h.finalize().into();
+            proptest::prop_assert_eq!(entry(&key, &content), want);
+        }
+
+        /// The limb sum equals the byte-by-byte sum modulo 2^256.
+        #[test]
+        fn the_accumulator_sum_is_bytewise(a in proptest::array::uniform32(proptest::num::u8::ANY),
+                                           b in proptest::array::uniform32(proptest::num::u8::ANY)) {
+            let mut acc = ContentAcc::default();
+            acc.add(&a);
+            acc.add(&b);
+            let mut want = [0u8; 32];
+            let mut carry = 0u16;
+            for i in 0..32 {
+                let s = u16::from(a[i]) + u16::from(b[i]) + carry;
+                want[i] = (s & 0xff) as u8;
+                carry = s >> 8;
+            }
+            proptest::prop_assert_eq!(&acc.0[..32], &want[..]);
+        }
     }
 }
