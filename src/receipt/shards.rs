@@ -252,6 +252,7 @@ impl MergedFrom {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
 
     fn entry(k: u32, lo: u64, hi: u64) -> ShardEntry {

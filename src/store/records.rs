@@ -572,6 +572,90 @@ mod tests {
         assert_eq!(seal_request(&Request::First, &key), None);
     }
 
+    fn record(merged: Option<MergeRecord>) -> RunRecord {
+        let contract = crate::contract::Contract::new("customers");
+        RunRecord {
+            contract_json: contract.to_value().to_string(),
+            state: StoredState::Finished,
+            started_at_ms: 1,
+            finished_at_ms: Some(2),
+            restarts: 0,
+            restarted_from: None,
+            superseded_by: None,
+            server_count: None,
+            source_spec: None,
+            progress: Progress {
+                next: None,
+                ..crate::reconcile::Reconciler::new(&contract)
+                    .progress()
+                    .clone()
+            },
+            next_kind: 0,
+            unique_ids: 0,
+            partitions: 0,
+            merkle_root: None,
+            status: Status::Unknown,
+            merged,
+        }
+    }
+
+    fn merge_record() -> MergeRecord {
+        let shard = |lo, hi, finding, run: Option<u64>| ShardRecord {
+            lo,
+            hi,
+            finding,
+            store: run.map(|_| "shard.redb".to_owned()),
+            run,
+            status: u8::from(run.is_some()),
+            unique_ids: 3,
+            merkle_root: run.map(|_| [9u8; 32]),
+        };
+        MergeRecord {
+            plan_digest: [5u8; 32],
+            shards: vec![
+                shard(0, PARTITION_WIDTH, 0, Some(4)),
+                shard(PARTITION_WIDTH, u64::MAX, 2, None),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_merged_runs_record_is_version_2_and_every_other_keeps_version_1() {
+        let plain = encode_run(&record(None));
+        assert_eq!(plain[0], RUN_RECORD_V1);
+        assert_eq!(decode_run(&plain), Some(record(None)));
+        let merged = encode_run(&record(Some(merge_record())));
+        assert_eq!(merged[0], RUN_RECORD_V2);
+        // Version 2 is the version-1 body followed by the plan and shards.
+        assert_eq!(merged[1..plain.len()], plain[1..]);
+        let back = decode_run(&merged).unwrap();
+        assert_eq!(back, record(Some(merge_record())));
+        let m = back.merged.unwrap().to_receipt();
+        assert_eq!(m.plan_digest, digest::display(&[5u8; 32]));
+        assert_eq!(m.shards[0].run_id.as_deref(), Some("run-4"));
+        assert_eq!(m.shards[0].coverage_status, Some(Status::Verified));
+        assert_eq!(m.shards[1].finding, ShardFinding::Missing);
+        assert_eq!(m.shards[1].coverage_status, None);
+        assert_eq!(MergeRecord::of(&m), Ok(merge_record()));
+
+        // Damage is refused, never guessed at: a byte after the list, an unknown code, ranges
+        // that are not a plan's, a version-1 record cut short of its body.
+        let mut trailing = merged.clone();
+        trailing.push(0);
+        assert_eq!(decode_run(&trailing), None);
+        for damage in [
+            |m: &mut MergeRecord| m.shards[1].finding = 4,
+            |m: &mut MergeRecord| m.shards[0].status = 4,
+            |m: &mut MergeRecord| m.shards[1].lo = 1,
+            |m: &mut MergeRecord| m.shards[1].hi = u64::MAX - 1,
+        ] {
+            let mut bad = merge_record();
+            damage(&mut bad);
+            assert_eq!(decode_run(&encode_run(&record(Some(bad)))), None);
+        }
+        assert_eq!(decode_run(&merged[..plain.len()]), None);
+    }
+
     #[test]
     fn interned_strings_detect_damage() {
         let mut v = encode_interned("customer-7");
