@@ -186,7 +186,7 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32, step: u64) -> (Plan, String) {
         let mut store =
             Store::open(&dir.join(format!("shard-{k}.redb")), StoreOptions::new()).expect("store");
         store
-            .write_merged(&c, &rec, pages, 0, 1)
+            .write_merged(&c, &rec, pages, None, 0, 1)
             .expect("write shard");
     }
     assert_eq!(whole.len(), n_ids, "the shards hold every ID");
@@ -222,7 +222,14 @@ fn child(dir: &Path) {
     drop(stores);
     let mut out = Store::open(&dir.join("merged.redb"), StoreOptions::new()).expect("out");
     let run = out
-        .write_merged(&plan.contract, &merged.reconciler, merged.pages, 0, 1)
+        .write_merged(
+            &plan.contract,
+            &merged.reconciler,
+            merged.pages,
+            Some(&merged.merged_from),
+            0,
+            1,
+        )
         .expect("write");
     let receipt = out.read().expect("read").receipt(run).expect("receipt");
     assert_eq!(

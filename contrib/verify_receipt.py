@@ -19,10 +19,19 @@ digits unless --prefix says otherwise), `string` IDs are the inside of a JSON st
 build: for the `string` codec the tree is over the digests of the strings themselves
 (docs/FORMAT.md "String IDs"), so a roaring export (of interned numbers) cannot check it.
 
+A merged run's receipt (`scanledger merge`) also has `plan_digest` and `shards`, one entry per
+shard of its plan. Their shape is checked (both keys or neither, each entry's keys, the index
+its position, the key ranges a plan's cover of the ID space: from 0, contiguous, every bound but
+the last a multiple of 2^16, the last one 2^64 - 1), and each shard's unique count and Merkle
+root are recomputed from the exported IDs in its range. When the merged run is `verified`,
+every shard must be `merged` and `verified` with those very values, which are also what the
+shard's own receipt shows; otherwise the per-shard values are printed, not compared.
+
 Exit status: 0 every recomputed value matches the receipt, 4 a value differs, 2 unusable input.
 """
 
 import argparse
+import bisect
 import hashlib
 import json
 import re
@@ -33,6 +42,11 @@ PARTITION_BITS = 16  # partition p holds the IDs p * 2^16 ..= p * 2^16 + 65535
 LEAF_ARRAY_MAX = 4096  # up to this many IDs a leaf body is a sorted u16 list
 EXIT_MISMATCH = 4
 EXIT_USAGE = 2
+ID_TOP = (1 << 64) - 1  # in no shard: the last shard's range ends before it
+SHARD_KEYS = {"index", "key_range", "finding", "store", "run_id", "coverage_status",
+              "unique_ids_observed", "merkle_root"}
+FINDINGS = {"merged", "unfinished", "missing", "conflict"}
+STATUSES = {"verified", "unknown", "failed"}
 
 
 class Unusable(Exception):
@@ -221,6 +235,95 @@ def display(h):
     return "sha256:" + h.hex()
 
 
+# --- a merged run's shards ---------------------------------------------------------------
+
+def is_u64(v):
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= ID_TOP
+
+
+def read_shards(receipt, path):
+    """The shard list of a merged run's receipt, its shape checked; None for another run."""
+    has_plan, has_shards = "plan_digest" in receipt, "shards" in receipt
+    if not has_plan and not has_shards:
+        return None
+    if has_plan != has_shards:
+        raise Unusable(f"{path}: a merged receipt has both plan_digest and shards")
+    if not isinstance(receipt["plan_digest"], str):
+        raise Unusable(f"{path}: plan_digest is not a digest")
+    shards = receipt["shards"]
+    if not isinstance(shards, list) or not shards:
+        raise Unusable(f"{path}: shards is not a non-empty list")
+    for k, s in enumerate(shards):
+        where = f"{path}: shards[{k}]"
+        if not isinstance(s, dict) or set(s) != SHARD_KEYS:
+            raise Unusable(f"{where} does not have exactly the keys {sorted(SHARD_KEYS)}")
+        r = s["key_range"]
+        if not isinstance(r, dict) or set(r) != {"lo", "hi"} or not (is_u64(r["lo"]) and is_u64(r["hi"])):
+            raise Unusable(f"{where}.key_range is not {{\"lo\", \"hi\"}}")
+        if s["index"] != k or isinstance(s["index"], bool):
+            raise Unusable(f"{where}.index is not {k}")
+        if s["finding"] not in FINDINGS or s["coverage_status"] not in STATUSES | {None}:
+            raise Unusable(f"{where}: finding or coverage_status is not one the format has")
+        if not is_u64(s["unique_ids_observed"]):
+            raise Unusable(f"{where}.unique_ids_observed is not a count")
+    return shards
+
+
+def cover_problem(shards):
+    """Why the ranges are not a plan's cover of the ID space, or None."""
+    if shards[0]["key_range"]["lo"] != 0:
+        return "shard 0 does not begin at 0"
+    if shards[-1]["key_range"]["hi"] != ID_TOP:
+        return f"the last shard does not end at {ID_TOP}"
+    for k, s in enumerate(shards):
+        lo, hi = s["key_range"]["lo"], s["key_range"]["hi"]
+        if lo >= hi:
+            return f"shard {k}'s range is empty"
+        if k > 0 and lo % (1 << PARTITION_BITS):
+            return f"shard {k} begins at {lo}, not at a partition boundary"
+        if k + 1 < len(shards) and shards[k + 1]["key_range"]["lo"] != hi:
+            return f"shard {k} ends at {hi} but shard {k + 1} does not begin there"
+    return None
+
+
+def per_shard(parts, shards):
+    """[{index, unique_ids_observed, merkle_root}] of the IDs in each shard's range; the ranges
+    are a cover on partition boundaries, so each partition falls in one shard."""
+    los = [s["key_range"]["lo"] for s in shards]
+    leaves = [[] for _ in shards]
+    counts = [0] * len(shards)
+    for p, lows in parts.items():
+        if (p << PARTITION_BITS) | 0xFFFF == ID_TOP and lows and lows[-1] == 0xFFFF:
+            lows = lows[:-1]  # the ID 2^64 - 1 is in no shard
+        if not lows:
+            continue
+        k = bisect.bisect_right(los, p << PARTITION_BITS) - 1
+        leaves[k].append(leaf_hash(p, lows))
+        counts[k] += len(lows)
+    return [
+        {"index": k, "unique_ids_observed": counts[k], "merkle_root": display(merkle_root(leaves[k]))}
+        for k in range(len(shards))
+    ]
+
+
+def shard_mismatches(receipt, shards, recomputed):
+    """Per-shard differences of a verified merged run (docs/FORMAT.md §6)."""
+    out = []
+    problem = cover_problem(shards)
+    if problem:
+        return [{"field": "shards", "receipt": f"{len(shards)} shards", "recomputed": problem}]
+    if receipt.get("coverage_status") != "verified":
+        return out
+    for s, r in zip(shards, recomputed):
+        k = s["index"]
+        want = {"finding": "merged", "coverage_status": "verified",
+                "unique_ids_observed": r["unique_ids_observed"], "merkle_root": r["merkle_root"]}
+        for field, v in want.items():
+            if s[field] != v:
+                out.append({"field": f"shards[{k}].{field}", "receipt": s[field], "recomputed": v})
+    return out
+
+
 # --- main --------------------------------------------------------------------------------
 
 def main(argv):
@@ -240,6 +343,9 @@ def main(argv):
             if key not in receipt:
                 raise Unusable(f"{args.receipt}: not a receipt: no {key!r}")
         strings = receipt["id_codec"] == "string"
+        shards = read_shards(receipt, args.receipt)
+        if strings and shards is not None:
+            raise Unusable(f"{args.receipt}: a string-codec run cannot be merged from shards")
         if strings and args.format == "roaring":
             raise Unusable("a string-codec run's root is over its strings: export with --format text or jsonl")
         if strings:
@@ -277,14 +383,21 @@ def main(argv):
     ]
     if duplicates:
         mismatches.append({"field": "export", "receipt": "unique IDs", "recomputed": f"{duplicates} repeated lines"})
+    shard_values = None
+    if shards is not None:
+        shard_values = per_shard(parts, shards) if cover_problem(shards) is None else []
+        mismatches.extend(shard_mismatches(receipt, shards, shard_values))
     if args.json:
-        print(json.dumps({
+        out = {
             "run_id": receipt.get("run_id"),
             "verified": not mismatches,
             "recomputed": recomputed,
             "partition_counts": {str(p): len(lows) for p, lows in parts.items()},
             "mismatches": mismatches,
-        }, indent=2))
+        }
+        if shard_values is not None:
+            out["shards"] = shard_values
+        print(json.dumps(out, indent=2))
     else:
         for k, v in recomputed.items():
             mark = "ok  " if receipt.get(k) == v else "DIFF"
@@ -293,6 +406,18 @@ def main(argv):
         counts = ", ".join(f"{p}: {len(lows)}" for p, lows in shown)
         more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
         print(f"     partition counts     {counts}{more}")
+        if shards is not None:
+            compared = receipt.get("coverage_status") == "verified"
+            note = "" if compared else " (not compared: the merged run is not verified)"
+            print(f"     shards of plan       {receipt['plan_digest']}: {len(shards)}{note}")
+            wrong = {m["field"].split(".")[0] for m in mismatches}
+            for s, r in zip(shards, shard_values):
+                mark = "DIFF" if f"shards[{s['index']}]" in wrong else ("ok  " if compared else "    ")
+                print(f"{mark} shard {s['index']:<14} receipt {s['unique_ids_observed']} {s['merkle_root']}"
+                      f"  recomputed {r['unique_ids_observed']} {r['merkle_root']}")
+            for m in mismatches:
+                if m["field"] == "shards":
+                    print(f"DIFF shards               {m['recomputed']}")
         verdict = "matches" if not mismatches else "DOES NOT match"
         print(f"{receipt.get('run_id')}: the export {verdict} the receipt")
     return EXIT_MISMATCH if mismatches else 0

@@ -14,6 +14,13 @@ use crate::digest;
 use crate::idset::IdSet;
 use crate::reconcile::{Reconciler, Status, Violation};
 
+mod shards;
+
+pub(crate) use shards::{check_cover, check_shape};
+pub use shards::{
+    range_evidence, MergedFrom, ShardEntry, ShardFinding, ShardRange, RECEIPT_MERGED_KEYS,
+};
+
 /// Version of the receipt format this build writes.
 pub const RECEIPT_FORMAT_VERSION: u32 = 2;
 /// ID ranges listed per label, per diff side, per missing list before "and N more".
@@ -59,6 +66,8 @@ pub struct RunMeta {
     pub superseded_by: Option<RunId>,
     /// The server-side count, when `count` mode got one.
     pub server_count: Option<u64>,
+    /// The plan and shards of a run `merge` wrote; `None` for every other run.
+    pub merged: Option<MergedFrom>,
 }
 
 /// ID ranges of a set in their original form, capped, with the total.
@@ -166,6 +175,14 @@ pub struct Receipt {
     pub restarted_from: Option<String>,
     /// The run that replaced this one.
     pub superseded_by: Option<String>,
+    /// The digest of the plan a merged run was merged from; absent (not null) from the
+    /// receipt of any other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_digest: Option<String>,
+    /// A merged run's shards, one entry per shard of its plan in shard order; absent (not
+    /// null) from the receipt of any other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<ShardEntry>>,
     /// `count` mode: the total, only when it is one (server count or verified traversal).
     pub count_total: Option<u64>,
     /// R6 fired: the receipt is rejected as evidence for the contract's query.
@@ -200,9 +217,19 @@ pub enum ReceiptError {
     /// A key with a value of the wrong shape, or a key the format does not have.
     #[error("not a receipt: {0}")]
     Shape(#[source] serde_json::Error),
+    /// A merged run's keys (`RECEIPT_MERGED_KEYS`) not as the format has them: one without
+    /// the other, null, or a shard list that is not a plan's.
+    #[error("not a receipt: key {key:?}: {problem}")]
+    Merged {
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// Every key of a receipt: all are present in every receipt (null where a value is absent).
+/// The receipt of a merged run has `RECEIPT_MERGED_KEYS` too, after `superseded_by`.
 pub const RECEIPT_KEYS: [&str; 33] = [
     "run_id",
     "source",
@@ -259,11 +286,34 @@ impl Receipt {
             if let Some(key) = RECEIPT_KEYS.iter().find(|k| !obj.contains_key(**k)) {
                 return Err(ReceiptError::Missing { key });
             }
+            let [plan, shards] = RECEIPT_MERGED_KEYS;
+            let merged = |key: &'static str, problem: &str| ReceiptError::Merged {
+                key,
+                problem: problem.to_owned(),
+            };
+            for key in RECEIPT_MERGED_KEYS {
+                if obj.get(key).is_some_and(serde_json::Value::is_null) {
+                    return Err(merged(
+                        key,
+                        "is never null: it is absent unless the run was merged",
+                    ));
+                }
+            }
+            match (obj.contains_key(plan), obj.contains_key(shards)) {
+                (true, false) => return Err(merged(shards, "is missing beside plan_digest")),
+                (false, true) => return Err(merged(plan, "is missing beside shards")),
+                _ => {}
+            }
         }
-        serde_json::from_value(v).map_err(ReceiptError::Shape)
+        let r: Receipt = serde_json::from_value(v).map_err(ReceiptError::Shape)?;
+        if let Some(list) = &r.shards {
+            check_shape(list).map_err(merged_problem)?;
+        }
+        Ok(r)
     }
 
-    /// Builds the receipt of a run from its reconciler state.
+    /// Builds the receipt of a run from its reconciler state (with the plan and shards when
+    /// `meta` has them: a run `merge` wrote).
     #[must_use]
     pub fn build(contract: &Contract, meta: &RunMeta, rec: &Reconciler) -> Receipt {
         let p = rec.progress();
@@ -319,6 +369,8 @@ impl Receipt {
             restarts: meta.restarts,
             restarted_from: meta.restarted_from.map(|r| r.to_string()),
             superseded_by: meta.superseded_by.map(|r| r.to_string()),
+            plan_digest: meta.merged.as_ref().map(|m| m.plan_digest.clone()),
+            shards: meta.merged.as_ref().map(|m| m.shards.clone()),
             count_total,
             rejected: p
                 .violations
@@ -328,6 +380,15 @@ impl Receipt {
             finished_at: meta.finished_at.clone(),
             format_version: RECEIPT_FORMAT_VERSION,
         }
+    }
+
+    /// The plan and shards of a merged run's receipt; `None` for any other run.
+    #[must_use]
+    pub fn merged(&self) -> Option<MergedFrom> {
+        Some(MergedFrom {
+            plan_digest: self.plan_digest.clone()?,
+            shards: self.shards.clone()?,
+        })
     }
 
     /// A readable multi-line summary (the CLI's output without `--json`).
@@ -419,6 +480,11 @@ impl Receipt {
         if let Some(by) = &self.superseded_by {
             let _ = writeln!(s, "  superseded   by {by}");
         }
+        if let Some(m) = self.merged() {
+            for (name, value) in m.text_lines() {
+                let _ = writeln!(s, "  {name:<12} {value}");
+            }
+        }
         for v in &self.violations {
             let _ = writeln!(
                 s,
@@ -478,6 +544,13 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+fn merged_problem(problem: String) -> ReceiptError {
+    ReceiptError::Merged {
+        key: "shards",
+        problem,
+    }
 }
 
 fn more(shown: usize, total: u64) -> String {

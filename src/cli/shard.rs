@@ -421,6 +421,7 @@ pub(crate) fn merge(
         &plan.contract,
         &merged.reconciler,
         merged.pages,
+        Some(&merged.merged_from),
         merged.started_at_ms,
         scanledger::now_ms(),
     )?;
@@ -436,28 +437,16 @@ pub(crate) fn merge(
         }
     }
     if out.json {
+        // The shards as the stored receipt lists them.
         out.json_value(&serde_json::json!({
             "plan_digest": plan.digest(),
             "store": target.display().to_string(),
-            "shards": merged.shards,
+            "shards": receipt.shards,
             "receipt": receipt,
         }))?;
     } else {
-        let mut text = show::receipt_text(&receipt);
-        text.push_str(&format!("\nshards of plan {}:\n", plan.digest()));
-        for s in &merged.shards {
-            text.push_str(&format!(
-                "  shard {}: {} {} {}\n",
-                s.index,
-                s.store.as_deref().map_or_else(
-                    || "-".to_owned(),
-                    |p| scanledger::terminal_safe(p).into_owned()
-                ),
-                s.run_id.as_deref().unwrap_or("no run"),
-                s.coverage_status.map_or("-", Status::as_str)
-            ));
-        }
-        out.emit(text.trim_end())?;
+        // The receipt's own layout lists the plan and the shards.
+        out.emit(&show::receipt_text(&receipt))?;
     }
     Ok(receipt_exit(&receipt))
 }

@@ -124,6 +124,12 @@ pub(crate) fn receipt_text(r: &Receipt) -> String {
     if let Some(by) = &r.superseded_by {
         line("superseded", format!("by {}", terminal_safe(by)));
     }
+    // A merged run: its plan and shards (already terminal-safe).
+    if let Some(m) = r.merged() {
+        for (name, value) in m.text_lines() {
+            line(name, value);
+        }
+    }
     for v in &r.violations {
         let style = status_style(v.kind.status());
         line(

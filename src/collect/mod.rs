@@ -184,6 +184,7 @@ pub async fn scan_with<S: PageSource, L: RunLog>(
         restarted_from: None,
         superseded_by: None,
         server_count: None,
+        merged: None,
     };
     if contract.mode == Mode::Count {
         let asked = tokio::time::timeout(
@@ -421,6 +422,7 @@ fn restart<L: RunLog>(
         restarted_from: Some(old),
         superseded_by: None,
         server_count: None,
+        merged: None,
     };
     Ok((true, log))
 }

@@ -7,14 +7,17 @@
 //! partitions and Merkle root (from the ID bitmaps), the labels (from the label bitmaps), the
 //! status and conclusion (from the violations), and the duplicates (records minus unique IDs).
 //! The stored root and leaves are checked against the bitmaps too, because `diff` trusts them.
+//! A merged run's shard list comes from its record; its ranges must cover the key space as a
+//! plan's do, and when the run is verified every shard must have been merged verified, with
+//! the unique count and Merkle root of the merged IDs in its range (a shard's own receipt's).
 //! Every field of the receipt is compared; the first mismatch in field order is the verdict.
 
 use serde_json::Value;
 
 use crate::contract::Contract;
 use crate::digest::{self, Hash};
-use crate::receipt::{Receipt, RunMeta};
-use crate::reconcile::Reconciler;
+use crate::receipt::{Receipt, RunMeta, ShardEntry, ShardFinding};
+use crate::reconcile::{Reconciler, Status};
 
 /// Characters of a value shown in a mismatch before it is shortened.
 const SHOWN_CHARS_MAX: usize = 120;
@@ -109,7 +112,28 @@ pub fn recompute(e: &Evidence<'_>) -> Receipt {
         r.snapshot_id.as_deref(),
         e.pages.iter().map(|p| &p.cursor_hash),
     ));
+    if r.coverage_status == Status::Verified {
+        if let Some(shards) = &mut r.shards {
+            for s in shards.iter_mut() {
+                *s = verified_shard(s, e.reconciler);
+            }
+        }
+    }
     r
+}
+
+/// What a verified merged run's entry must say: its shard merged and verified, with the count
+/// and root of the merged IDs in its range. The store and run are the record's.
+fn verified_shard(stored: &ShardEntry, rec: &Reconciler) -> ShardEntry {
+    let ids = crate::receipt::range_evidence(rec.ids(), stored.key_range);
+    let (root, _) = crate::receipt::merkle_root_of(&ids, rec.codec());
+    ShardEntry {
+        finding: ShardFinding::Merged,
+        coverage_status: Some(Status::Verified),
+        unique_ids_observed: ids.len(),
+        merkle_root: Some(digest::display(&root)),
+        ..stored.clone()
+    }
 }
 
 /// Compares a receipt with the evidence; an empty list means every field matches.
@@ -171,12 +195,46 @@ pub fn check(claimed: &Receipt, e: &Evidence<'_>) -> Vec<Mismatch> {
             &format!("the stored Merkle leaf of partition {p} differs from its bitmap's"),
         ));
     }
+    if let Some(stored) = &e.meta.merged {
+        out.extend(shard_list_mismatches(&stored.shards, &expected));
+    }
     let order = field_order(&expected);
     out.sort_by_key(|m| {
         let top = m.field.split(['.', '[']).next().unwrap_or("");
         order.iter().position(|f| f == top).unwrap_or(usize::MAX)
     });
     out
+}
+
+/// The store against itself for a merged run: the recorded shard list is a plan's, and (for
+/// a verified run) says of each shard what the ID bitmaps give. The first difference only.
+fn shard_list_mismatches(stored: &[ShardEntry], expected: &Receipt) -> Option<Mismatch> {
+    if let Err(why) = crate::receipt::check_shape(stored).and(crate::receipt::check_cover(stored)) {
+        return Some(store_mismatch(
+            "shards",
+            &format!("{} shards", stored.len()),
+            "a plan's cover of the key space",
+            &format!("the run record's shard list is not a plan's: {why}"),
+        ));
+    }
+    let recomputed = expected.shards.as_deref().unwrap_or_default();
+    let (Ok(s), Ok(x)) = (
+        serde_json::to_value(stored),
+        serde_json::to_value(recomputed),
+    ) else {
+        return None;
+    };
+    (s != x).then(|| {
+        let m = first_difference("shards".to_owned(), &s, &x);
+        Mismatch {
+            found_in: FoundIn::Store,
+            detail: Some(
+                "store inconsistent: the run record's shard list differs from what the merged ID bitmaps give a verified run"
+                    .to_owned(),
+            ),
+            ..m
+        }
+    })
 }
 
 fn store_mismatch(field: &str, stored: &str, recomputed: &str, why: &str) -> Mismatch {
@@ -215,11 +273,21 @@ pub fn compare(claimed: &Receipt, expected: &Receipt) -> Vec<Mismatch> {
             out.push(first_difference(key.clone(), cv, xv));
         }
     }
+    // A key only the claimed receipt has (a shard list on a run that was not merged).
+    for (key, cv) in &c {
+        if !x.contains_key(key) {
+            out.push(Mismatch {
+                recomputed: ABSENT.to_owned(),
+                ..mismatch(key.clone(), cv, &Value::Null)
+            });
+        }
+    }
     out
 }
 
 /// Walks two JSON values to the first place they differ. Bounded by the receipt's nesting,
-/// which is at most four levels deep (labels -> name -> ranges -> index).
+/// which is at most four levels deep (labels -> name -> ranges -> index; shards -> index ->
+/// key_range -> lo).
 fn first_difference(path: String, claimed: &Value, expected: &Value) -> Mismatch {
     match (claimed, expected) {
         (Value::Object(c), Value::Object(x)) => {
@@ -305,6 +373,7 @@ mod tests {
             restarted_from: None,
             superseded_by: None,
             server_count: None,
+            merged: None,
         };
         (contract, meta, rec, pages)
     }

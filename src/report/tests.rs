@@ -42,6 +42,8 @@ fn receipt(status: Status, unique: u64, pages: u32) -> Receipt {
         restarts: 0,
         restarted_from: None,
         superseded_by: None,
+        plan_digest: None,
+        shards: None,
         count_total: None,
         rejected: false,
         started_at: "2026-11-29T09:00:00.000Z".into(),

@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use crate::contract::{KeyRange, VIOLATIONS_KEPT_MAX};
 use crate::digest;
 use crate::idset::{partition_of, IdSet, PARTITION_WIDTH};
-use crate::receipt::RunId;
-use crate::reconcile::{PageLog, Progress, Reconciler, Status, Violation, ViolationKind};
+use crate::receipt::{MergedFrom, RunId, ShardEntry, ShardFinding, ShardRange};
+use crate::reconcile::{PageLog, Progress, Reconciler, Violation, ViolationKind};
 use crate::store::{ReadError, RunState, Snapshot};
 
 use super::plan::Plan;
@@ -33,29 +33,10 @@ use super::plan::Plan;
 /// One shard store, opened by the caller.
 #[derive(Debug)]
 pub struct ShardStore<'s> {
-    /// Its path, for the receipt's list and the findings.
+    /// Its path, for the findings (the receipt's list names its file).
     pub path: PathBuf,
     /// A read view of it.
     pub snapshot: Snapshot<'s>,
-}
-
-/// What the merge found of one shard of the plan.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ShardOutcome {
-    /// The shard's index.
-    pub index: u32,
-    /// Its key range, `{"lo", "hi"}`.
-    pub key_range: serde_json::Value,
-    /// The store its run was found in.
-    pub store: Option<String>,
-    /// Its run there.
-    pub run_id: Option<String>,
-    /// Its run's status; `None` when no run was taken.
-    pub coverage_status: Option<Status>,
-    /// Its unique IDs.
-    pub unique_ids_observed: u64,
-    /// Its run's Merkle root (over its own IDs).
-    pub merkle_root: Option<String>,
 }
 
 /// The merged run, ready to record.
@@ -67,8 +48,9 @@ pub struct Merged {
     pub pages: Vec<PageLog>,
     /// The earliest start among the shards taken (ms since the epoch).
     pub started_at_ms: u64,
-    /// Per shard, in order.
-    pub shards: Vec<ShardOutcome>,
+    /// The plan's digest and, per shard in order, what the merge found and took: the list
+    /// the merged run's receipt carries (`Store::write_merged` records it).
+    pub merged_from: MergedFrom,
 }
 
 /// One attempt of a shard: where, which run, its state.
@@ -163,9 +145,13 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
     for (k, range) in plan.shards.iter().enumerate() {
         // Bounded by SHARDS_MAX.
         let index = u32::try_from(k).unwrap_or(u32::MAX);
-        let mut outcome = ShardOutcome {
+        let mut outcome = ShardEntry {
             index,
-            key_range: range.to_value(),
+            key_range: ShardRange {
+                lo: range.lo,
+                hi: range.hi,
+            },
+            finding: ShardFinding::Missing,
             store: None,
             run_id: None,
             coverage_status: None,
@@ -185,6 +171,7 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
             }
             [one] => Some(one),
             several => {
+                outcome.finding = ShardFinding::Conflict;
                 let names: Vec<String> = several
                     .iter()
                     .map(|a| format!("{} {}", shown(a.store), a.run))
@@ -210,12 +197,23 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
         let loaded = stores[a.store].snapshot.load(a.run)?;
         let rec = &loaded.reconciler;
         let p = rec.progress();
-        outcome.store = Some(shown(a.store));
+        let path = &stores[a.store].path;
+        outcome.finding = ShardFinding::Merged;
+        outcome.store = Some(path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ));
         outcome.run_id = Some(a.run.to_string());
         outcome.coverage_status = Some(rec.status());
         outcome.unique_ids_observed = rec.ids().len();
-        outcome.merkle_root = loaded.stored_root.map(|h| digest::display(&h));
+        // The root the shard's own receipt shows: stored when it finished (and checked by
+        // verify against its bitmaps), computed from them for a run that has not.
+        let root = loaded
+            .stored_root
+            .unwrap_or_else(|| crate::receipt::merkle_root_of(rec.ids(), rec.codec()).0);
+        outcome.merkle_root = Some(digest::display(&root));
         if a.state != RunState::Finished || !p.terminal_observed {
+            outcome.finding = ShardFinding::Unfinished;
             all_terminal = false;
             record(
                 &mut progress,
@@ -388,7 +386,10 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
         reconciler,
         pages,
         started_at_ms: started_at_ms.unwrap_or(0),
-        shards: outcomes,
+        merged_from: MergedFrom {
+            plan_digest,
+            shards: outcomes,
+        },
     })
 }
 

@@ -12,5 +12,5 @@ mod plan;
 #[cfg(test)]
 mod tests;
 
-pub use merge::{merge, Merged, ShardOutcome, ShardStore};
+pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};

@@ -97,3 +97,96 @@ fn shard_contracts_share_the_base_digest_and_name_the_plan() {
         crate::digest::query_digest(&p.shard_contract(0).unwrap().scope)
     );
 }
+
+/// A verified whole run of IDs `1..=3` and `70000`, stored with `shards` as its list.
+fn stored_merge(
+    dir: &std::path::Path,
+    shards: &crate::receipt::MergedFrom,
+) -> Result<(crate::store::Store, crate::receipt::RunId), crate::store::WriteError> {
+    let contract = Contract::new("customers");
+    let mut rec = crate::reconcile::Reconciler::new(&contract);
+    let page = crate::contract::Page {
+        items: [1, 2, 3, 70_000]
+            .into_iter()
+            .map(crate::contract::Item::int)
+            .collect(),
+        next: None,
+        ..crate::contract::Page::default()
+    };
+    let obs = rec.observe(&page);
+    assert_eq!(rec.status(), crate::reconcile::Status::Verified);
+    let mut store =
+        crate::store::Store::open(&dir.join("m.redb"), crate::store::StoreOptions::new()).unwrap();
+    let pages = obs.delta.page.into_iter().collect();
+    let run = store.write_merged(&contract, &rec, pages, Some(shards), 0, 1)?;
+    Ok((store, run))
+}
+
+#[test]
+fn verify_checks_a_verified_merged_runs_shard_list_against_its_bitmaps() {
+    use crate::receipt::{MergedFrom, ShardEntry, ShardFinding, ShardRange};
+    let dir = tempfile::tempdir().unwrap();
+    let root_of = |ids: &[u64]| {
+        let mut set = crate::idset::IdSet::new();
+        for id in ids {
+            set.insert(*id);
+        }
+        crate::digest::display(&crate::digest::merkle_root(&set))
+    };
+    let entry = |k: u32, lo, hi, ids: &[u64]| ShardEntry {
+        index: k,
+        key_range: ShardRange { lo, hi },
+        finding: ShardFinding::Merged,
+        store: Some(format!("shard-{k}.redb")),
+        run_id: Some("run-1".to_owned()),
+        coverage_status: Some(crate::reconcile::Status::Verified),
+        unique_ids_observed: ids.len() as u64,
+        merkle_root: Some(root_of(ids)),
+    };
+    let good = MergedFrom {
+        plan_digest: crate::digest::display(&[1u8; 32]),
+        shards: vec![
+            entry(0, 0, PARTITION_WIDTH, &[1, 2, 3]),
+            entry(1, PARTITION_WIDTH, u64::MAX, &[70_000]),
+        ],
+    };
+    let (store, run) = stored_merge(dir.path(), &good).unwrap();
+    let snap = store.read().unwrap();
+    let receipt = snap.receipt(run).unwrap();
+    assert_eq!(receipt.shards.as_ref(), Some(&good.shards));
+    assert_eq!(
+        crate::evidence::verify_receipt(&snap, &receipt).unwrap(),
+        []
+    );
+    drop(snap);
+    drop(store);
+
+    // A list whose shard 1 claims another root than the bitmaps give its range: the stored
+    // receipt repeats the record, and verify names the store as inconsistent.
+    let mut wrong = good.clone();
+    wrong.shards[1].merkle_root = Some(root_of(&[70_001]));
+    let other = tempfile::tempdir().unwrap();
+    let (store, run) = stored_merge(other.path(), &wrong).unwrap();
+    let snap = store.read().unwrap();
+    let receipt = snap.receipt(run).unwrap();
+    let m = crate::evidence::verify_receipt(&snap, &receipt).unwrap();
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(
+        m.iter().all(|m| m.field == "shards[1].merkle_root"),
+        "{m:?}"
+    );
+    assert!(m
+        .iter()
+        .any(|m| m.found_in == crate::evidence::FoundIn::Store));
+    drop(snap);
+    drop(store);
+
+    // A list that is not a plan's is refused before anything is written.
+    let mut gap = good;
+    gap.shards[1].key_range.lo += PARTITION_WIDTH;
+    let third = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        stored_merge(third.path(), &gap),
+        Err(crate::store::WriteError::InvalidRun { .. })
+    ));
+}

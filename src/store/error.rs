@@ -206,6 +206,15 @@ pub enum WriteError {
         /// The file.
         path: PathBuf,
     },
+    /// A whole run given to record (`Store::write_merged`) is not one a store can keep: its
+    /// shard list is not a plan's; nothing was written.
+    #[error("store {path}: the merged run cannot be recorded: {what}")]
+    InvalidRun {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the run.
+        what: String,
+    },
     /// Writing the file failed (a full disk, an IO error).
     #[error("store {path}: {op} failed")]
     Io {

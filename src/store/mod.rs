@@ -665,19 +665,30 @@ impl Store {
     }
 
     /// Records a whole, finished run of `contract` in one transaction: the reconciler's state
-    /// (ID and label sets, content, progress) and its page log, as `merge` builds them from a
-    /// plan's shards. Returns the run's ID.
+    /// (ID and label sets, content, progress), its page log and the plan and shards it was
+    /// merged from, as `merge` builds them from a plan's shards (`shards` `None` records a
+    /// whole run without a list, as the benches make shard stores). Returns the run's ID.
     ///
     /// # Errors
+    /// `InvalidRun`, before anything is written, when the shard list is not a plan's (an index
+    /// out of place, ranges that do not cover the key space, a run or digest malformed);
     /// `WriteError` when the run cannot be recorded.
     pub fn write_merged(
         &mut self,
         contract: &Contract,
         rec: &Reconciler,
         pages: Vec<crate::reconcile::PageLog>,
+        shards: Option<&crate::receipt::MergedFrom>,
         started_at_ms: u64,
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
+        let merged = shards
+            .map(records::MergeRecord::of)
+            .transpose()
+            .map_err(|what| WriteError::InvalidRun {
+                path: self.path().to_owned(),
+                what,
+            })?;
         let new = NewRun {
             contract: contract.clone(),
             started_at_ms,
@@ -685,7 +696,7 @@ impl Store {
             restarts: 0,
             source_spec: self.source_spec.clone(),
         };
-        RunWriter::write_whole(self, new, rec, pages, finished_at_ms)
+        RunWriter::write_whole(self, new, rec, pages, merged, finished_at_ms)
     }
 
     /// Reopens a stored run for `resume`: checks that it can go on, raises its budgets, turns a

@@ -2,7 +2,8 @@
 //! change to the reconciler never changes the file format by accident.
 //!
 //! The run record is a version byte and the postcard encoding of `RunRecordV1`, whose enums are
-//! written as fixed `u8` codes. Page records are fixed-width little-endian; bitmaps are
+//! written as fixed `u8` codes; a run `merge` wrote has version 2, `RunRecordV1` followed by
+//! its plan and shards (`MergeV2`), so every other run's record keeps its version-1 bytes. Page records are fixed-width little-endian; bitmaps are
 //! roaring's portable format; the raw request a resume needs is encrypted (XChaCha20 under a
 //! per-run key kept in the key file beside the store, `keys.rs`), so no raw cursor is ever
 //! written to the file in clear, and erasing the key erases every copy of the request.
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::contract::CURSOR_LEN_MAX;
 use crate::digest::{self, Hash};
 use crate::idset::PARTITION_WIDTH;
+use crate::receipt::{MergedFrom, RunId, ShardEntry, ShardFinding, ShardRange};
 use crate::reconcile::{Limit, PageLog, Progress, Request, Status, Violation, ViolationKind};
 
 /// Bytes of one encoded page record.
@@ -27,6 +29,8 @@ pub(crate) const BITMAP_BYTES_MAX: usize = 16 * 1024;
 pub(crate) const RUN_RECORD_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Version byte of `RunRecordV1`.
 const RUN_RECORD_V1: u8 = 1;
+/// Version byte of a merged run's record: `RunRecordV1`, then `MergeV2`.
+const RUN_RECORD_V2: u8 = 2;
 /// Version byte of an encrypted request.
 const REQUEST_V1: u8 = 1;
 /// Bytes of a per-run cursor key.
@@ -64,6 +68,106 @@ pub(crate) struct RunRecord {
     pub(crate) partitions: u64,
     pub(crate) merkle_root: Option<Hash>,
     pub(crate) status: Status,
+    /// A merged run's plan and shards; `None` for every other run.
+    pub(crate) merged: Option<MergeRecord>,
+}
+
+/// A merged run's plan and shards as the store keeps them: digests as bytes, runs as numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MergeRecord {
+    plan_digest: Hash,
+    shards: Vec<ShardRecord>,
+}
+
+/// One shard of a merged run's plan, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ShardRecord {
+    lo: u64,
+    hi: u64,
+    /// `FINDINGS` code.
+    finding: u8,
+    store: Option<String>,
+    run: Option<u64>,
+    /// 0 none, else 1 + a `STATUSES` code.
+    status: u8,
+    unique_ids: u64,
+    merkle_root: Option<Hash>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MergeV2 {
+    plan_digest: Hash,
+    shards: Vec<ShardRecord>,
+}
+
+impl MergeRecord {
+    /// The stored form of a merged run's list, checked as a plan's (every run `run-N`, every
+    /// digest `sha256:` + 64 hex digits, the ranges a cover of the key space).
+    pub(crate) fn of(m: &MergedFrom) -> Result<MergeRecord, String> {
+        crate::receipt::check_shape(&m.shards)?;
+        crate::receipt::check_cover(&m.shards)?;
+        let digest_of = |what: &str, s: &str| {
+            digest::parse_display(s).ok_or_else(|| format!("{what} {s:?} is not a sha256: digest"))
+        };
+        let mut shards = Vec::with_capacity(m.shards.len());
+        for s in &m.shards {
+            let run = match &s.run_id {
+                Some(r) => Some(
+                    r.parse::<RunId>()
+                        .map_err(|e| format!("shard {}: {e}", s.index))?
+                        .0,
+                ),
+                None => None,
+            };
+            let merkle_root = match &s.merkle_root {
+                Some(r) => Some(digest_of(&format!("shard {}'s merkle_root", s.index), r)?),
+                None => None,
+            };
+            shards.push(ShardRecord {
+                lo: s.key_range.lo,
+                hi: s.key_range.hi,
+                finding: code_of(&FINDINGS, &s.finding),
+                store: s.store.clone(),
+                run,
+                status: s
+                    .coverage_status
+                    .map_or(0, |st| code_of(&STATUSES, &st) + 1),
+                unique_ids: s.unique_ids_observed,
+                merkle_root,
+            });
+        }
+        Ok(MergeRecord {
+            plan_digest: digest_of("plan_digest", &m.plan_digest)?,
+            shards,
+        })
+    }
+
+    /// The receipt's form.
+    pub(crate) fn to_receipt(&self) -> MergedFrom {
+        MergedFrom {
+            plan_digest: digest::display(&self.plan_digest),
+            shards: self
+                .shards
+                .iter()
+                .enumerate()
+                .map(|(k, s)| ShardEntry {
+                    // At most SHARDS_MAX entries, checked when decoded.
+                    index: u32::try_from(k).unwrap_or(u32::MAX),
+                    key_range: ShardRange { lo: s.lo, hi: s.hi },
+                    // Codes checked when decoded.
+                    finding: from_code(&FINDINGS, s.finding).unwrap_or(ShardFinding::Missing),
+                    store: s.store.clone(),
+                    run_id: s.run.map(|r| RunId(r).to_string()),
+                    coverage_status: s
+                        .status
+                        .checked_sub(1)
+                        .and_then(|c| from_code(&STATUSES, c)),
+                    unique_ids_observed: s.unique_ids,
+                    merkle_root: s.merkle_root.as_ref().map(digest::display),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -131,6 +235,12 @@ const LIMITS: [Limit; 6] = [
     Limit::Interrupted,
 ];
 const STATUSES: [Status; 3] = [Status::Verified, Status::Unknown, Status::Failed];
+const FINDINGS: [ShardFinding; 4] = [
+    ShardFinding::Merged,
+    ShardFinding::Unfinished,
+    ShardFinding::Missing,
+    ShardFinding::Conflict,
+];
 
 fn code_of<T: PartialEq>(table: &[T], v: &T) -> u8 {
     // Every table has fewer than 256 entries and lists every variant.
@@ -202,9 +312,19 @@ pub(crate) fn encode_run(r: &RunRecord) -> Vec<u8> {
         merkle_root: r.merkle_root,
         status: code_of(&STATUSES, &r.status),
     };
-    let mut out = vec![RUN_RECORD_V1];
     // Serializing plain data into a Vec cannot fail.
+    let mut out = match &r.merged {
+        None => vec![RUN_RECORD_V1],
+        Some(_) => vec![RUN_RECORD_V2],
+    };
     out.extend(postcard::to_allocvec(&v1).unwrap_or_default());
+    if let Some(m) = &r.merged {
+        let v2 = MergeV2 {
+            plan_digest: m.plan_digest,
+            shards: m.shards.clone(),
+        };
+        out.extend(postcard::to_allocvec(&v2).unwrap_or_default());
+    }
     out
 }
 
@@ -213,10 +333,14 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Option<RunRecord> {
         return None;
     }
     let (&version, body) = bytes.split_first()?;
-    if version != RUN_RECORD_V1 {
-        return None;
-    }
-    let v: RunRecordV1 = postcard::from_bytes(body).ok()?;
+    let (v, merged): (RunRecordV1, _) = match version {
+        RUN_RECORD_V1 => (postcard::from_bytes(body).ok()?, None),
+        RUN_RECORD_V2 => {
+            let (v, rest) = postcard::take_from_bytes(body).ok()?;
+            (v, Some(decode_merge(rest)?))
+        }
+        _ => return None,
+    };
     let mut violations = Vec::with_capacity(v.violations.len());
     for (kind, page, detail) in v.violations {
         violations.push(Violation {
@@ -282,7 +406,29 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Option<RunRecord> {
         partitions: v.partitions,
         merkle_root: v.merkle_root,
         status: from_code(&STATUSES, v.status)?,
+        merged,
     })
+}
+
+/// A merged run's plan and shards after its version-1 fields: every code known, the ranges a
+/// plan's, nothing after them.
+fn decode_merge(bytes: &[u8]) -> Option<MergeRecord> {
+    let (m, rest): (MergeV2, _) = postcard::take_from_bytes(bytes).ok()?;
+    if !rest.is_empty() || m.shards.len() > crate::contract::SHARDS_MAX as usize {
+        return None;
+    }
+    for s in &m.shards {
+        from_code(&FINDINGS, s.finding)?;
+        if s.status > 0 {
+            from_code(&STATUSES, s.status - 1)?;
+        }
+    }
+    let record = MergeRecord {
+        plan_digest: m.plan_digest,
+        shards: m.shards,
+    };
+    crate::receipt::check_cover(&record.to_receipt().shards).ok()?;
+    Some(record)
 }
 
 /// The request to continue from, encrypted: version byte, 24-byte nonce, then XChaCha20 of
@@ -424,6 +570,90 @@ mod tests {
             );
         }
         assert_eq!(seal_request(&Request::First, &key), None);
+    }
+
+    fn record(merged: Option<MergeRecord>) -> RunRecord {
+        let contract = crate::contract::Contract::new("customers");
+        RunRecord {
+            contract_json: contract.to_value().to_string(),
+            state: StoredState::Finished,
+            started_at_ms: 1,
+            finished_at_ms: Some(2),
+            restarts: 0,
+            restarted_from: None,
+            superseded_by: None,
+            server_count: None,
+            source_spec: None,
+            progress: Progress {
+                next: None,
+                ..crate::reconcile::Reconciler::new(&contract)
+                    .progress()
+                    .clone()
+            },
+            next_kind: 0,
+            unique_ids: 0,
+            partitions: 0,
+            merkle_root: None,
+            status: Status::Unknown,
+            merged,
+        }
+    }
+
+    fn merge_record() -> MergeRecord {
+        let shard = |lo, hi, finding, run: Option<u64>| ShardRecord {
+            lo,
+            hi,
+            finding,
+            store: run.map(|_| "shard.redb".to_owned()),
+            run,
+            status: u8::from(run.is_some()),
+            unique_ids: 3,
+            merkle_root: run.map(|_| [9u8; 32]),
+        };
+        MergeRecord {
+            plan_digest: [5u8; 32],
+            shards: vec![
+                shard(0, PARTITION_WIDTH, 0, Some(4)),
+                shard(PARTITION_WIDTH, u64::MAX, 2, None),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_merged_runs_record_is_version_2_and_every_other_keeps_version_1() {
+        let plain = encode_run(&record(None));
+        assert_eq!(plain[0], RUN_RECORD_V1);
+        assert_eq!(decode_run(&plain), Some(record(None)));
+        let merged = encode_run(&record(Some(merge_record())));
+        assert_eq!(merged[0], RUN_RECORD_V2);
+        // Version 2 is the version-1 body followed by the plan and shards.
+        assert_eq!(merged[1..plain.len()], plain[1..]);
+        let back = decode_run(&merged).unwrap();
+        assert_eq!(back, record(Some(merge_record())));
+        let m = back.merged.unwrap().to_receipt();
+        assert_eq!(m.plan_digest, digest::display(&[5u8; 32]));
+        assert_eq!(m.shards[0].run_id.as_deref(), Some("run-4"));
+        assert_eq!(m.shards[0].coverage_status, Some(Status::Verified));
+        assert_eq!(m.shards[1].finding, ShardFinding::Missing);
+        assert_eq!(m.shards[1].coverage_status, None);
+        assert_eq!(MergeRecord::of(&m), Ok(merge_record()));
+
+        // Damage is refused, never guessed at: a byte after the list, an unknown code, ranges
+        // that are not a plan's, a version-1 record cut short of its body.
+        let mut trailing = merged.clone();
+        trailing.push(0);
+        assert_eq!(decode_run(&trailing), None);
+        for damage in [
+            |m: &mut MergeRecord| m.shards[1].finding = 4,
+            |m: &mut MergeRecord| m.shards[0].status = 4,
+            |m: &mut MergeRecord| m.shards[1].lo = 1,
+            |m: &mut MergeRecord| m.shards[1].hi = u64::MAX - 1,
+        ] {
+            let mut bad = merge_record();
+            damage(&mut bad);
+            assert_eq!(decode_run(&encode_run(&record(Some(bad)))), None);
+        }
+        assert_eq!(decode_run(&merged[..plain.len()]), None);
     }
 
     #[test]

@@ -756,6 +756,7 @@ impl<'s> Snapshot<'s> {
                 restarted_from: rec.restarted_from.map(RunId),
                 superseded_by: rec.superseded_by.map(RunId),
                 server_count: rec.server_count,
+                merged: rec.merged.as_ref().map(records::MergeRecord::to_receipt),
             },
             state: self.state_of(run, rec.state),
             source_spec: rec.source_spec.clone(),

@@ -14,7 +14,7 @@ use redb::{ReadableTable, WriteTransaction};
 use super::backend::Liveness;
 use super::error::{Failure, WriteError};
 use super::journal;
-use super::records::{self, RunRecord, StoredState, CURSOR_KEY_LEN};
+use super::records::{self, MergeRecord, RunRecord, StoredState, CURSOR_KEY_LEN};
 use super::schema::{
     CONTENT, CURSORS, IDS, INTERN, INTERN_REV, LABELS, LEAVES, META, META_NEXT_RUN, PAGES, RUNS,
 };
@@ -80,6 +80,8 @@ pub struct RunWriter<'s> {
     restarts: u32,
     restarted_from: Option<RunId>,
     server_count: Option<u64>,
+    /// A merged run's plan and shards (`write_whole` only).
+    merged: Option<MergeRecord>,
     pending: Pending,
     /// `Some` when the store journals checkpoints (shared mode on a file).
     unjournaled: Option<Unjournaled>,
@@ -139,6 +141,7 @@ impl<'s> RunWriter<'s> {
             restarts: new.restarts,
             restarted_from: new.restarted_from,
             server_count,
+            merged: None,
             pending: Pending::default(),
             unjournaled,
             _liveness: liveness,
@@ -154,6 +157,7 @@ impl<'s> RunWriter<'s> {
         new: NewRun,
         rec: &Reconciler,
         pages: Vec<PageLog>,
+        merged: Option<MergeRecord>,
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
         // A dropped writer's acknowledged pages are committed before anything else is.
@@ -167,6 +171,7 @@ impl<'s> RunWriter<'s> {
         };
         // A finished run keeps no request, so its key is never saved (the key file is untouched).
         let mut w = RunWriter::open(store, run, new, key, false, None);
+        w.merged = merged;
         w.pending.pages = pages;
         w.pending.partitions = rec.ids().partitions().map(|(p, _)| p).collect();
         for (l, set) in rec.labels().iter().enumerate() {
@@ -444,6 +449,7 @@ impl<'s> RunWriter<'s> {
             partitions: ids.partition_count() as u64,
             merkle_root: done.then(|| run_root(rec)),
             status: rec.status(),
+            merged: self.merged.clone(),
         };
         (records::encode_run(&record), sealed)
     }
@@ -610,6 +616,7 @@ fn allocate_run(store: &Store, txn: &WriteTransaction, new: &NewRun) -> Result<R
         partitions: 0,
         merkle_root: None,
         status: crate::reconcile::Status::Unknown,
+        merged: None,
     };
     let bytes = records::encode_run(&record);
     engine.contain("begin a run", || -> Result<(), redb::Error> {

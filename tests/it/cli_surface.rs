@@ -593,24 +593,88 @@ fn the_documented_receipt_keys_are_a_real_receipts_keys() {
     assert_eq!(code, 0, "{out}{err}");
     let receipt: Value = serde_json::from_str(&out).unwrap();
     let real: Vec<String> = receipt.as_object().unwrap().keys().cloned().collect();
+    let merged = merged_receipt(&env);
+    let merged: Vec<String> = merged.as_object().unwrap().keys().cloned().collect();
+    let merge_only = scanledger::RECEIPT_MERGED_KEYS.map(str::to_owned);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let reference = std::fs::read_to_string(root.join("docs/REFERENCE.md")).unwrap();
     let format = std::fs::read_to_string(root.join("docs/FORMAT.md")).unwrap();
-    // Both tables list the keys in the receipt's own order.
+    // Both tables list the keys of a merged receipt in its own order; an ordinary receipt has
+    // all of them but the two merge keys, in the same order.
     for (doc, heading, text) in [
         ("docs/REFERENCE.md", "## 7. The receipt", &reference),
         ("docs/FORMAT.md", "## 6. The receipt", &format),
     ] {
+        let documented = documented_keys(text, heading);
         assert_eq!(
-            documented_keys(text, heading),
-            real,
+            documented, merged,
+            "{doc} documents other keys than a merged run's receipt has, or in another order"
+        );
+        let ordinary: Vec<String> = documented
+            .into_iter()
+            .filter(|k| !merge_only.contains(k))
+            .collect();
+        assert_eq!(
+            ordinary, real,
             "{doc} documents other keys than a receipt has, or in another order"
         );
     }
-    let said = format!("exactly these {} keys", real.len());
-    assert!(
-        reference.contains(&said),
-        "docs/REFERENCE.md §7 must say {said:?}"
-    );
+    for said in [
+        format!("exactly these {} keys", real.len()),
+        format!("has {}: `plan_digest` and `shards`", merged.len()),
+    ] {
+        assert!(
+            reference.contains(&said),
+            "docs/REFERENCE.md §7 must say {said:?}"
+        );
+    }
     assert_eq!(real.len(), scanledger::RECEIPT_KEYS.len());
+    assert_eq!(
+        merged.len(),
+        scanledger::RECEIPT_KEYS.len() + merge_only.len()
+    );
+}
+
+/// The stored receipt of a run `merge` wrote from a plan of two shards.
+fn merged_receipt(env: &Env) -> Value {
+    let c = env.write(
+        "plan.contract.json",
+        r#"{"source": "s", "page_size": 1000}"#,
+    );
+    let dir = std::path::PathBuf::from(env.path("plan"));
+    let dir_s = dir.to_string_lossy().into_owned();
+    let source = "sim:records=2000";
+    let (code, out, err) = env.sl(&[
+        "--json",
+        "plan",
+        "--contract",
+        &c,
+        "--source",
+        source,
+        "--shards",
+        "2",
+        "--out",
+        &dir_s,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let plan = dir.join("plan.json").to_string_lossy().into_owned();
+    let mut stores = Vec::new();
+    for k in ["0", "1"] {
+        let store = dir
+            .join(format!("shard-{k}.redb"))
+            .to_string_lossy()
+            .into_owned();
+        let (code, out, err) =
+            crate::util::run(&["--store", &store, "scan", "--plan", &plan, "--shard", k]);
+        assert_eq!(code, 0, "{out}{err}");
+        stores.push(store);
+    }
+    let merged = dir.join("merged.redb").to_string_lossy().into_owned();
+    let mut args = vec!["merge", "--plan", &plan, "--out", &merged];
+    args.extend(stores.iter().map(String::as_str));
+    let (code, out, err) = crate::util::run(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = crate::util::run(&["--store", &merged, "--json", "receipt", "latest"]);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
 }

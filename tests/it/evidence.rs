@@ -760,7 +760,7 @@ fn a_page_token_goes_stale_when_its_run_is_resumed() -> TestResult {
 }
 
 /// Runs contrib/verify_receipt.py; a missing python3 fails the test, never skips it.
-fn python_verifier(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn python_verifier(args: &[&str]) -> (i32, String, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/verify_receipt.py");
     let out = std::process::Command::new("python3")
         .arg(&script)

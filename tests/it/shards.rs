@@ -177,6 +177,38 @@ fn a_missing_shard_is_unknown_and_never_verified() {
     assert_eq!(r["conclusion_scope"], "none");
     assert_eq!(kinds(r), ["shard_missing"]);
     assert!(m["shards"][1]["run_id"].is_null());
+    // The stored receipt says which shard is missing, and verifies as what it is.
+    let out = env.path().join("m.redb");
+    let stored = stored_receipt(&out, &r["run_id"]);
+    let findings: Vec<&str> = stored["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["finding"].as_str().unwrap())
+        .collect();
+    assert_eq!(findings, ["merged", "missing", "merged"]);
+    for key in ["store", "run_id", "coverage_status", "merkle_root"] {
+        assert!(stored["shards"][1][key].is_null(), "{key}");
+    }
+    assert_eq!(stored["shards"][1]["unique_ids_observed"], 0);
+    let (code, v, err) = verify(&env, &out, "m.json", &stored);
+    assert_eq!(code, 0, "{err}\n{v}");
+    // The Python verifier accepts it: the list's shape and cover are checked, its values are
+    // not compared for a run that is not verified.
+    let ids = env.path().join("m.txt");
+    let run = stored["run_id"].as_str().unwrap();
+    let (code, _, err) = util::run(&["--store", &s(&out), "export", run, "--output", &s(&ids)]);
+    assert_eq!(code, 3, "{err}");
+    let file = env.write("m.json", &stored.to_string());
+    let (code, py, err) = crate::evidence::python_verifier(&[&file, &s(&ids)]);
+    assert_eq!(code, 0, "{py}{err}");
+    assert!(py.contains("not compared"), "{py}");
+    // A list that no longer covers the key space is refused by both verifiers.
+    let mut gap = stored.clone();
+    gap["shards"][1]["key_range"]["hi"] = json!(1);
+    assert_eq!(verify(&env, &out, "gap.json", &gap).0, 4);
+    let file = env.write("gap.json", &gap.to_string());
+    assert_eq!(crate::evidence::python_verifier(&[&file, &s(&ids)]).0, 4);
 }
 
 #[test]
@@ -199,6 +231,12 @@ fn a_shard_run_twice_is_failed() {
     assert_eq!(code, 4, "{err}\n{m}");
     assert_eq!(m["receipt"]["coverage_status"], "failed");
     assert_eq!(kinds(&m["receipt"]), ["shard_conflict"]);
+    let out = env.path().join("m.redb");
+    let stored = stored_receipt(&out, &m["receipt"]["run_id"]);
+    assert_eq!(stored["shards"][0]["finding"], "merged");
+    assert_eq!(stored["shards"][1]["finding"], "conflict");
+    assert!(stored["shards"][1]["run_id"].is_null());
+    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
     // The same shard scanned again into its own store is not a second attempt: the store's
     // finished attempt is shown, and the merge is exact.
     let (code, r) = scan_shard(&plan_path, 1, &stores[1], &[]);
@@ -268,6 +306,16 @@ fn an_id_outside_its_shards_range_is_failed() {
     assert_eq!(code, 4);
     assert_eq!(m["receipt"]["coverage_status"], "failed");
     assert!(kinds(&m["receipt"]).contains(&"invalid_page".to_owned()));
+    // Shard 1 stopped failed before its end: taken, unfinished, with its own root and count
+    // (not its range's: one of its IDs is in shard 0's).
+    let out = env.path().join("m.redb");
+    let stored = stored_receipt(&out, &m["receipt"]["run_id"]);
+    let e = &stored["shards"][1];
+    assert_eq!(e["finding"], "unfinished");
+    assert_eq!(e["unique_ids_observed"], r["unique_ids_observed"]);
+    assert_eq!(e["coverage_status"], "failed");
+    assert_eq!(e["merkle_root"], r["merkle_root"]);
+    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
 }
 
 #[test]
@@ -421,6 +469,16 @@ fn a_shard_killed_and_scanned_again_continues_its_own_run() {
     );
     assert_eq!(code, 3, "{m}");
     assert_eq!(kinds(&m["receipt"]), ["shard_missing"]);
+    // Its entry names the run it took and says it is unfinished.
+    let m1 = env.path().join("m1.redb");
+    let stored = stored_receipt(&m1, &m["receipt"]["run_id"]);
+    let e = &stored["shards"][0];
+    assert_eq!(e["finding"], "unfinished", "{e}");
+    assert_eq!(e["run_id"], "run-1");
+    assert_eq!(e["store"], "a.redb");
+    assert_eq!(e["coverage_status"], "unknown");
+    assert_eq!(stored["shards"][1]["finding"], "merged");
+    assert_eq!(verify(&env, &m1, "m1.json", &stored).0, 0);
     // Scanned again, the shard continues run-1 of its store; the merge is exact.
     let (code, r) = scan_shard(&plan_path, 0, &a, &["--source", "sim:records=60000"]);
     assert_eq!(code, 0, "{r}");
@@ -455,4 +513,215 @@ fn the_xargs_runner_scans_a_plan() {
     assert_eq!(code, 0, "{err}");
     let (_, single) = env.scan("single", &contract, source);
     same_collection(&r, &single);
+}
+
+/// The keys of one entry of a merged receipt's `shards`.
+const SHARD_ENTRY_KEYS: [&str; 8] = [
+    "index",
+    "key_range",
+    "finding",
+    "store",
+    "run_id",
+    "coverage_status",
+    "unique_ids_observed",
+    "merkle_root",
+];
+
+/// `verify FILE` against `store` of `receipt`; (exit code, the report).
+fn verify(env: &Env, store: &Path, name: &str, receipt: &Value) -> (i32, Value, String) {
+    let file = env.write(name, &receipt.to_string());
+    sl_json(&["--store", &s(store), "verify", &file])
+}
+
+/// The stored receipt of the merged run in `store`: what `receipt`, `export` and `verify` see.
+fn stored_receipt(store: &Path, run: &Value) -> Value {
+    let (code, r, err) = sl_json(&["--store", &s(store), "receipt", run.as_str().unwrap()]);
+    assert!(r.is_object(), "receipt: {code} {err}");
+    r
+}
+
+#[test]
+fn a_merged_runs_stored_receipt_lists_its_shards_and_verify_checks_every_entry() {
+    let env = Env::new();
+    let source = "sim:records=200000,start=1";
+    let contract = json!({"source": "customers", "page_size": 10000});
+    let plan_path = plan(&env, "p", &contract, source, 3, &[]);
+    let plan_v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let mut stores = Vec::new();
+    let mut shard_receipts = Vec::new();
+    for k in 0..3 {
+        let store = env.path().join(format!("shard-{k}.redb"));
+        let (code, r) = scan_shard(&plan_path, k, &store, &[]);
+        assert_eq!(code, 0, "shard {k}: {r}");
+        // A shard's own receipt is an ordinary one: no merge keys.
+        for key in scanledger::RECEIPT_MERGED_KEYS {
+            assert!(r.get(key).is_none(), "shard {k}'s receipt has {key}");
+        }
+        shard_receipts.push(r);
+        stores.push(store);
+    }
+    let out = env.path().join("merged.redb");
+    let (code, m, err) = merge(&plan_path, &out, &stores);
+    assert_eq!(code, 0, "merge: {err}\n{m}");
+    let stored = stored_receipt(&out, &m["receipt"]["run_id"]);
+    assert_eq!(stored, m["receipt"], "merge printed the stored receipt");
+    assert_eq!(m["shards"], stored["shards"]);
+    assert_eq!(stored["plan_digest"], plan_v["plan_digest"]);
+    let list = stored["shards"].as_array().unwrap();
+    assert_eq!(list.len(), 3);
+    let mut sum = 0;
+    for (k, e) in list.iter().enumerate() {
+        let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, SHARD_ENTRY_KEYS);
+        let own = &shard_receipts[k];
+        assert_eq!(e["index"], k);
+        assert_eq!(
+            e["key_range"], plan_v["shards"][k]["key_range"],
+            "shard {k}"
+        );
+        assert_eq!(e["finding"], "merged");
+        assert_eq!(e["store"], format!("shard-{k}.redb"));
+        for key in [
+            "run_id",
+            "coverage_status",
+            "unique_ids_observed",
+            "merkle_root",
+        ] {
+            assert_eq!(e[key], own[key], "shard {k}: {key} is the shard receipt's");
+        }
+        sum += e["unique_ids_observed"].as_u64().unwrap();
+    }
+    assert_eq!(sum, stored["unique_ids_observed"].as_u64().unwrap());
+
+    // verify passes on it, and fails on any entry edited.
+    let (code, v, err) = verify(&env, &out, "merged.json", &stored);
+    assert_eq!(code, 0, "verify: {err}\n{v}");
+    let other_root = shard_receipts[0]["merkle_root"].clone();
+    let edits: [(&str, &str, Value); 7] = [
+        ("merkle_root", "shards[1].merkle_root", other_root),
+        ("run_id", "shards[1].run_id", json!("run-2")),
+        (
+            "unique_ids_observed",
+            "shards[1].unique_ids_observed",
+            json!(1),
+        ),
+        (
+            "coverage_status",
+            "shards[1].coverage_status",
+            json!("unknown"),
+        ),
+        ("finding", "shards[1].finding", json!("unfinished")),
+        ("store", "shards[1].store", json!("elsewhere.redb")),
+        (
+            "key_range",
+            "shards[1].key_range.lo",
+            json!({"lo": 0, "hi": 65536}),
+        ),
+    ];
+    for (key, field, value) in edits {
+        let mut edited = stored.clone();
+        edited["shards"][1][key] = value;
+        let (code, v, err) = verify(&env, &out, "edited.json", &edited);
+        assert_eq!(code, 4, "an edited {key} passed verify: {err}\n{v}");
+        assert_eq!(v["first_mismatch"]["field"], field, "{v}");
+    }
+    let mut edited = stored.clone();
+    edited["plan_digest"] = shard_receipts[0]["query_digest"].clone();
+    assert_eq!(verify(&env, &out, "edited.json", &edited).0, 4);
+    // Without its list, the receipt is not the merged run's.
+    let mut bare = stored.clone();
+    for key in scanledger::RECEIPT_MERGED_KEYS {
+        bare.as_object_mut().unwrap().remove(key);
+    }
+    let (code, v, _) = verify(&env, &out, "bare.json", &bare);
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["first_mismatch"]["field"], "plan_digest");
+    // One key without the other, a null list, an unknown key in an entry: not a receipt.
+    let mut half = stored.clone();
+    half.as_object_mut().unwrap().remove("plan_digest");
+    let mut null = stored.clone();
+    null["shards"] = Value::Null;
+    let mut unknown = stored.clone();
+    unknown["shards"][0]["note"] = json!("x");
+    let mut renumbered = stored.clone();
+    renumbered["shards"][2]["index"] = json!(5);
+    for (name, bad) in [
+        ("half", half),
+        ("null", null),
+        ("unknown", unknown),
+        ("renumbered", renumbered),
+    ] {
+        let (code, _, err) = verify(&env, &out, "bad.json", &bad);
+        assert_eq!(code, 2, "{name}: {err}");
+    }
+    // A duplicate key inside an entry is refused by the strict reader.
+    let text = stored.to_string().replacen(
+        "\"finding\":\"merged\"",
+        "\"finding\":\"merged\",\"finding\":\"merged\"",
+        1,
+    );
+    let file = env.write("dup.json", &text);
+    let (code, _, err) = sl_json(&["--store", &s(&out), "verify", &file]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("duplicate"), "{err}");
+    // An ordinary run's receipt given a shard list fails verify: the list is the store's.
+    let mut forged = shard_receipts[0].clone();
+    forged["plan_digest"] = stored["plan_digest"].clone();
+    forged["shards"] = stored["shards"].clone();
+    let (code, v, _) = verify(&env, &stores[0], "forged.json", &forged);
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["first_mismatch"]["field"], "plan_digest");
+
+    // The text receipt has a short shards section.
+    let (code, text, err) = util::run(&[
+        "--store",
+        &s(&out),
+        "receipt",
+        stored["run_id"].as_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let digest = plan_v["plan_digest"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "plan         {digest} (3 shards, 3 merged and verified)"
+        )),
+        "{text}"
+    );
+    let run1 = shard_receipts[1]["run_id"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "shard        1 [{}, {}): {run1} of shard-1.redb, verified",
+            plan_v["shards"][1]["key_range"]["lo"], plan_v["shards"][1]["key_range"]["hi"]
+        )),
+        "{text}"
+    );
+
+    // The independent Python verifier checks the list against the exported IDs.
+    let ids = env.path().join("merged.txt");
+    let (code, _, err) = util::run(&[
+        "--store",
+        &s(&out),
+        "export",
+        stored["run_id"].as_str().unwrap(),
+        "--output",
+        &s(&ids),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let file = env.write("merged.json", &stored.to_string());
+    let (code, py, err) = crate::evidence::python_verifier(&[&file, &s(&ids), "--json"]);
+    assert_eq!(code, 0, "{py}{err}");
+    let py: Value = serde_json::from_str(&py).unwrap();
+    for (k, e) in list.iter().enumerate() {
+        assert_eq!(
+            py["shards"][k]["merkle_root"], e["merkle_root"],
+            "shard {k}"
+        );
+    }
+    let mut edited = stored.clone();
+    edited["shards"][2]["unique_ids_observed"] = json!(7);
+    let file = env.write("edited.json", &edited.to_string());
+    let (code, py, err) = crate::evidence::python_verifier(&[&file, &s(&ids)]);
+    assert_eq!(code, 4, "{py}{err}");
+    assert!(py.contains("DIFF shard 2"), "{py}");
 }

@@ -166,6 +166,38 @@ fn eight_shard_processes_in_one_held_snapshot_merge_to_the_snapshots_root() {
         assert_eq!(merged[key], single[key], "{key}");
     }
     assert_eq!(merged["conclusion_scope"], "all_records_in_snapshot");
+    // The stored receipt lists the plan's 8 shards, each merged from its own store, and the
+    // shards' counts add up to the merged run's.
+    let (code, out, err) = util::run(&[
+        "--json",
+        "--store",
+        &merged_store.to_string_lossy(),
+        "receipt",
+        merged["run_id"].as_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(&stored, merged);
+    assert_eq!(stored["plan_digest"], plan["plan_digest"]);
+    let list = stored["shards"].as_array().unwrap();
+    assert_eq!(list.len(), 8);
+    let mut sum = 0;
+    for (k, e) in list.iter().enumerate() {
+        assert_eq!(e["key_range"], plan["shards"][k]["key_range"], "shard {k}");
+        assert_eq!(e["finding"], "merged", "shard {k}");
+        assert_eq!(e["coverage_status"], "verified", "shard {k}");
+        assert_eq!(e["store"], format!("shard-{k}.redb"));
+        sum += e["unique_ids_observed"].as_u64().unwrap();
+    }
+    assert_eq!(sum, stored["unique_ids_observed"].as_u64().unwrap());
+    let receipt_file = util::write(env.dir.path(), "merged.receipt.json", &stored.to_string());
+    let (code, _, err) = util::run(&[
+        "--store",
+        &merged_store.to_string_lossy(),
+        "verify",
+        &receipt_file,
+    ]);
+    assert_eq!(code, 0, "verify: {err}");
 
     // merge released the coordinator, which says so and exits 0.
     let status = wait_for(&mut coordinator, Duration::from_secs(30));

@@ -1,0 +1,362 @@
+//! What a merged run's receipt says of the plan it was merged from: the receipt keys
+//! `plan_digest` and `shards` (docs/FORMAT.md §6), present only in the receipt of a run that
+//! `merge` wrote, so an ordinary receipt keeps exactly its 33 keys.
+//!
+//! Pure. One entry per shard of the plan, in shard order: its key range, what the merge found
+//! (`merged`, `unfinished`, `missing`, `conflict`), and for a shard whose run was taken, that
+//! run's store file, ID, status, unique count and Merkle root, which a reviewer compares with
+//! the shard's own receipt. `verify` rebuilds the list from the merged run's record and, for a
+//! verified run, recomputes each entry's count and root from the merged ID bitmaps in the
+//! shard's range (`range_evidence`), so an edited entry fails it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::SHARDS_MAX;
+use crate::idset::{partition_of, IdSet, PARTITION_WIDTH};
+use crate::reconcile::Status;
+
+/// The receipt keys a merged run's receipt adds to `RECEIPT_KEYS`, in their order: both or
+/// neither.
+pub const RECEIPT_MERGED_KEYS: [&str; 2] = ["plan_digest", "shards"];
+
+/// Shard entries the readable layout prints before "and N more" (the JSON has every one).
+const TEXT_SHARDS_MAX: usize = 16;
+
+/// A shard's half-open key range `[lo, hi)`, as in the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardRange {
+    /// The first ID of the shard.
+    pub lo: u64,
+    /// One past its last ID.
+    pub hi: u64,
+}
+
+/// What the merge found of one shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ShardFinding {
+    /// Exactly one attempt, finished at its end: taken into the union.
+    Merged,
+    /// Exactly one attempt, which has not reached its end (`shard_missing`): taken into the
+    /// union, and the merged run is not verified.
+    Unfinished,
+    /// No attempt in the shard stores (`shard_missing`): nothing taken.
+    Missing,
+    /// Several attempts (`shard_conflict`): none taken.
+    Conflict,
+}
+
+impl ShardFinding {
+    /// The name receipts use.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardFinding::Merged => "merged",
+            ShardFinding::Unfinished => "unfinished",
+            ShardFinding::Missing => "missing",
+            ShardFinding::Conflict => "conflict",
+        }
+    }
+
+    /// Whether the shard's run was taken into the union.
+    #[must_use]
+    pub fn taken(self) -> bool {
+        matches!(self, ShardFinding::Merged | ShardFinding::Unfinished)
+    }
+}
+
+/// One shard of a merged run's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+    /// The shard's index in the plan, from 0; an entry's index is its position.
+    pub index: u32,
+    /// Its key range.
+    pub key_range: ShardRange,
+    /// What the merge found.
+    pub finding: ShardFinding,
+    /// The file name of the shard store its run was taken from; null when none was.
+    pub store: Option<String>,
+    /// That run, `run-N` in that store.
+    pub run_id: Option<String>,
+    /// That run's status.
+    pub coverage_status: Option<Status>,
+    /// That run's unique IDs (0 when none was taken).
+    pub unique_ids_observed: u64,
+    /// That run's Merkle root, as its own receipt shows it.
+    pub merkle_root: Option<String>,
+}
+
+/// What a merged run was merged from: the plan's digest and its shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedFrom {
+    /// The plan's digest (docs/FORMAT.md §12).
+    pub plan_digest: String,
+    /// One entry per shard of the plan, in shard order.
+    pub shards: Vec<ShardEntry>,
+}
+
+/// Checks the entries' shape beyond their types: from 1 to `SHARDS_MAX`, each index its
+/// position. Returns the problem in a sentence.
+pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), String> {
+    if shards.is_empty() || shards.len() > SHARDS_MAX as usize {
+        return Err(format!("a plan has from 1 to {SHARDS_MAX} shards"));
+    }
+    for (k, s) in shards.iter().enumerate() {
+        if s.index as usize != k {
+            return Err(format!("shards[{k}].index must be {k}, not {}", s.index));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that the ranges cover the key space as a plan's must (docs/FORMAT.md §12): the
+/// first `lo` 0, each `hi` the next `lo`, the last `hi` 2^64 - 1, every bound but the last a
+/// multiple of the partition width. Returns the first problem in a sentence.
+pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
+    let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
+        return Err("the list has no shard".to_owned());
+    };
+    if first.key_range.lo != 0 {
+        return Err("shard 0 does not begin at 0".to_owned());
+    }
+    if last.key_range.hi != u64::MAX {
+        return Err(format!("the last shard does not end at {}", u64::MAX));
+    }
+    for (k, s) in shards.iter().enumerate() {
+        let r = s.key_range;
+        if r.lo >= r.hi {
+            return Err(format!("shard {k}'s range [{}, {}) is empty", r.lo, r.hi));
+        }
+        if k > 0 && r.lo % PARTITION_WIDTH != 0 {
+            return Err(format!(
+                "shard {k} begins at {}, not at a partition boundary",
+                r.lo
+            ));
+        }
+        if let Some(next) = shards.get(k + 1) {
+            if next.key_range.lo != r.hi {
+                return Err(format!(
+                    "shard {k} ends at {} but shard {} begins at {}",
+                    r.hi,
+                    k + 1,
+                    next.key_range.lo
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The IDs of `ids` in `range`, as a set of whole partitions: the range's bounds are
+/// partition-aligned but for the last `hi` (2^64 - 1), whose partition holds only IDs below
+/// it (the ID 2^64 - 1 is in no shard, and a merge that meets it fails).
+#[must_use]
+pub fn range_evidence(ids: &IdSet, range: ShardRange) -> IdSet {
+    let mut out = IdSet::new();
+    if range.lo >= range.hi {
+        return out;
+    }
+    let lo_part = partition_of(range.lo);
+    let hi_part = partition_of(range.hi - 1);
+    for (part, bitmap) in ids.partitions() {
+        if part < lo_part || part > hi_part {
+            continue;
+        }
+        let mut kept = bitmap.clone();
+        if part == hi_part && range.hi == u64::MAX {
+            // Only the partition of 2^64 - 1 is cut: drop that one ID.
+            kept.remove(u32::from(u16::MAX));
+        }
+        if !kept.is_empty() {
+            out.set_partition(part, kept);
+        }
+    }
+    out
+}
+
+impl ShardEntry {
+    /// The entry as one line of the readable layout (terminal-safe), without the label.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let r = self.key_range;
+        let head = format!("{} [{}, {})", self.index, r.lo, r.hi);
+        match (&self.store, &self.run_id) {
+            (Some(store), Some(run)) if self.finding.taken() => format!(
+                "{head}: {} of {}, {}{}, {} IDs, {}",
+                super::terminal_safe(run),
+                super::terminal_safe(store),
+                self.coverage_status.map_or("-", Status::as_str),
+                if self.finding == ShardFinding::Unfinished {
+                    " (unfinished)"
+                } else {
+                    ""
+                },
+                self.unique_ids_observed,
+                self.merkle_root.as_deref().unwrap_or("no root"),
+            ),
+            _ => match self.finding {
+                ShardFinding::Conflict => {
+                    format!("{head}: conflict (several attempts, none merged)")
+                }
+                _ => format!("{head}: missing (no run in the shard stores)"),
+            },
+        }
+    }
+
+    /// Whether the entry is a merged shard whose run is verified.
+    fn clean(&self) -> bool {
+        self.finding == ShardFinding::Merged && self.coverage_status == Some(Status::Verified)
+    }
+}
+
+impl MergedFrom {
+    /// The readable lines: the plan, then the shards (all of them up to `TEXT_SHARDS_MAX`;
+    /// past it, the ones not merged and verified first, then a count of the rest).
+    #[must_use]
+    pub fn text_lines(&self) -> Vec<(&'static str, String)> {
+        let n = self.shards.len();
+        let clean = self.shards.iter().filter(|s| s.clean()).count();
+        let mut lines = vec![(
+            "plan",
+            format!(
+                "{} ({n} shard{}, {clean} merged and verified)",
+                super::terminal_safe(&self.plan_digest),
+                if n == 1 { "" } else { "s" }
+            ),
+        )];
+        let all = n <= TEXT_SHARDS_MAX;
+        let shown: Vec<&ShardEntry> = self
+            .shards
+            .iter()
+            .filter(|s| all || !s.clean())
+            .take(TEXT_SHARDS_MAX)
+            .collect();
+        for s in &shown {
+            lines.push(("shard", s.summary()));
+        }
+        if shown.len() < n {
+            lines.push((
+                "shard",
+                format!(
+                    "and {} more (every shard is in the JSON receipt)",
+                    n - shown.len()
+                ),
+            ));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+
+    fn entry(k: u32, lo: u64, hi: u64) -> ShardEntry {
+        ShardEntry {
+            index: k,
+            key_range: ShardRange { lo, hi },
+            finding: ShardFinding::Merged,
+            store: Some(format!("shard-{k}.redb")),
+            run_id: Some("run-1".to_owned()),
+            coverage_status: Some(Status::Verified),
+            unique_ids_observed: 0,
+            merkle_root: None,
+        }
+    }
+
+    #[test]
+    fn a_cover_of_the_key_space_passes_and_gaps_overlaps_and_unaligned_bounds_do_not() {
+        let w = PARTITION_WIDTH;
+        let good = vec![
+            entry(0, 0, w),
+            entry(1, w, 3 * w),
+            entry(2, 3 * w, u64::MAX),
+        ];
+        assert_eq!(check_shape(&good), Ok(()));
+        assert_eq!(check_cover(&good), Ok(()));
+        let mut gap = good.clone();
+        gap[1].key_range.hi = 2 * w;
+        assert!(check_cover(&gap).unwrap_err().contains("shard 1 ends"));
+        let mut unaligned = good.clone();
+        unaligned[1].key_range.lo = w + 1;
+        unaligned[0].key_range.hi = w + 1;
+        assert!(check_cover(&unaligned)
+            .unwrap_err()
+            .contains("partition boundary"));
+        let mut short = good.clone();
+        short[2].key_range.hi = u64::MAX - 1;
+        assert!(check_cover(&short).is_err());
+        let mut renumbered = good;
+        renumbered[2].index = 7;
+        assert!(check_shape(&renumbered).unwrap_err().contains("index"));
+        assert!(check_shape(&[]).is_err());
+    }
+
+    #[test]
+    fn the_evidence_of_a_range_is_its_partitions_without_the_top_id() {
+        let mut ids = IdSet::new();
+        for id in [
+            1,
+            2,
+            PARTITION_WIDTH,
+            5 * PARTITION_WIDTH + 7,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            ids.insert(id);
+        }
+        let first = range_evidence(
+            &ids,
+            ShardRange {
+                lo: 0,
+                hi: PARTITION_WIDTH,
+            },
+        );
+        assert_eq!(first.iter().collect::<Vec<_>>(), [1, 2]);
+        let last = range_evidence(
+            &ids,
+            ShardRange {
+                lo: PARTITION_WIDTH,
+                hi: u64::MAX,
+            },
+        );
+        assert_eq!(
+            last.iter().collect::<Vec<_>>(),
+            [PARTITION_WIDTH, 5 * PARTITION_WIDTH + 7, u64::MAX - 1]
+        );
+    }
+
+    #[test]
+    fn the_text_lists_every_shard_of_a_small_plan_and_the_troubled_ones_of_a_large_one() {
+        let w = PARTITION_WIDTH;
+        let mut shards: Vec<ShardEntry> = (0..40u32)
+            .map(|k| entry(k, u64::from(k) * w, u64::from(k + 1) * w))
+            .collect();
+        shards[39].key_range.hi = u64::MAX;
+        shards[20].finding = ShardFinding::Missing;
+        shards[20].store = None;
+        shards[20].run_id = None;
+        shards[20].coverage_status = None;
+        let m = MergedFrom {
+            plan_digest: "sha256:00".to_owned(),
+            shards,
+        };
+        let lines = m.text_lines();
+        assert!(lines[0].1.contains("40 shards, 39 merged and verified"));
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[1].1.starts_with("20 ["), "{lines:?}");
+        assert!(lines[1].1.contains("missing"));
+        assert!(lines[2].1.contains("and 39 more"));
+        let small = MergedFrom {
+            plan_digest: "sha256:00".to_owned(),
+            shards: m.shards[..3].to_vec(),
+        };
+        let lines = small.text_lines();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[1].1.contains("run-1 of shard-0.redb, verified"));
+    }
+}
