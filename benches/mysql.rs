@@ -12,6 +12,9 @@
 //! snapshot, the reconciler, an in-memory sink). It prints the median time of each, the
 //! rows per second and the ratio with/without (the target: at most 1.5).
 //!
+//! First it prints the driver's own floor in the same run: the same keyset pages read with
+//! mysql_async alone, key only against key and the five columns, rows decoded and dropped.
+//!
 //! `SCANLEDGER_BENCH_ONLY=content` (or `plain`) scans only one of the two configs, into memory,
 //! ten times: a loop to profile under `perf record`, with no ratio printed.
 //!
@@ -165,6 +168,50 @@ async fn scan_once(
     took
 }
 
+/// The driver's own floor: the same keyset pages read with mysql_async alone, the rows decoded
+/// and dropped (no IDs, no digests, no reconciler), with the key only or with the five content
+/// columns. Their ratio is what reading the columns costs before any hashing.
+async fn driver_floor(table: &str, with_content: bool) -> Result<Duration, mysql_async::Error> {
+    let mut c = mysql_async::Conn::new(mysql_async::Opts::from_url(DSN)?).await?;
+    let cols = if with_content {
+        "id, email, amount, created, status, note"
+    } else {
+        "id"
+    };
+    let first = c
+        .prep(format!("SELECT {cols} FROM {table} ORDER BY id LIMIT ?"))
+        .await?;
+    let next = c
+        .prep(format!(
+            "SELECT {cols} FROM {table} WHERE id > ? ORDER BY id LIMIT ?"
+        ))
+        .await?;
+    let t0 = Instant::now();
+    let mut last: Option<u64> = None;
+    loop {
+        let mut result = match last {
+            None => c.exec_iter(&first, (PAGE_SIZE + 1,)).await?,
+            Some(k) => c.exec_iter(&next, (k, PAGE_SIZE + 1)).await?,
+        };
+        let (mut n, mut key) = (0u32, None);
+        while let Some(row) = result.next().await? {
+            n += 1;
+            if n > PAGE_SIZE {
+                break;
+            }
+            key = row.get::<u64, _>(0);
+        }
+        result.drop_result().await?;
+        if n <= PAGE_SIZE {
+            break;
+        }
+        last = key;
+    }
+    let took = t0.elapsed();
+    c.disconnect().await?;
+    Ok(took)
+}
+
 fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
     v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v[v.len() / 2]
@@ -241,6 +288,27 @@ fn main() {
             continue;
         }
         let server = server_pid();
+        // The driver's floor, in the same run: key-only pages against the five columns.
+        let (mut key_only, mut five) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let run = |w| rt.block_on(driver_floor(&table, w)).expect("driver floor");
+            if round % 2 == 0 {
+                key_only.push(run(false));
+                five.push(run(true));
+            } else {
+                five.push(run(true));
+                key_only.push(run(false));
+            }
+        }
+        let (k, f) = (median(key_only), median(five));
+        println!(
+            "driver alone (mysql_async, rows decoded and dropped), {rows} rows, {rounds} rounds \
+             (medians):\n  key only: {:.3} s; key and the 5 content columns: {:.3} s; \
+             ratio {:.2} (reading the columns, before any digest)",
+            k.as_secs_f64(),
+            f.as_secs_f64(),
+            f.as_secs_f64() / k.as_secs_f64()
+        );
         let store_path = dir.path().join("bench.redb");
         for (sink, store) in [
             ("in-memory sink", None),
