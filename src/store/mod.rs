@@ -717,34 +717,12 @@ impl Store {
             let key = snap.cursor_key(run)?;
             (loaded, key)
         };
-        check_resumable(&loaded, raise)?;
-        let c = &mut loaded.contract;
-        if let Some(p) = raise.max_pages {
-            c.limits.max_pages = Some(p);
+        // Nothing is fetched for a run that only lacks its finish: its contract stays as it
+        // ended, and the writer writes the finish the dead one did not.
+        let finish_only = check_resumable(&loaded, raise)? == Resumable::FinishOnly;
+        if !finish_only {
+            reopen_for_resume(&mut loaded, raise)?;
         }
-        if raise.max_records.is_some() {
-            c.limits.max_records = raise.max_records;
-        }
-        if raise.max_bytes.is_some() {
-            c.limits.max_bytes = raise.max_bytes;
-        }
-        if raise.deadline_seconds.is_some() {
-            c.limits.deadline_seconds = raise.deadline_seconds;
-        }
-        if let Mode::Sample(_) = c.mode {
-            // A resumed sample goes on as a full scan, and the run records it.
-            c.mode = Mode::All;
-        }
-        let rec = &mut loaded.reconciler;
-        if !rec.reopen() {
-            return Err(not_resumable(
-                run,
-                "it stopped on a finding that resuming cannot change",
-            ));
-        }
-        rec.apply_contract(&loaded.contract);
-        loaded.meta.finished_at = None;
-        loaded.meta.server_count = None;
         let saved = key.is_some();
         let key = match key {
             Some(k) => k,
@@ -911,8 +889,51 @@ fn not_resumable(run: RunId, reason: &str) -> WriteError {
     }
 }
 
+/// Raises a resumed run's budgets, turns a sample into a full scan, and reopens its
+/// reconciler under the effective contract.
+fn reopen_for_resume(loaded: &mut LoadedRun, raise: &Raise) -> Result<(), WriteError> {
+    let run = loaded.meta.run_id;
+    let c = &mut loaded.contract;
+    if let Some(p) = raise.max_pages {
+        c.limits.max_pages = Some(p);
+    }
+    if raise.max_records.is_some() {
+        c.limits.max_records = raise.max_records;
+    }
+    if raise.max_bytes.is_some() {
+        c.limits.max_bytes = raise.max_bytes;
+    }
+    if raise.deadline_seconds.is_some() {
+        c.limits.deadline_seconds = raise.deadline_seconds;
+    }
+    if let Mode::Sample(_) = c.mode {
+        // A resumed sample goes on as a full scan, and the run records it.
+        c.mode = Mode::All;
+    }
+    let rec = &mut loaded.reconciler;
+    if !rec.reopen() {
+        return Err(not_resumable(
+            run,
+            "it stopped on a finding that resuming cannot change",
+        ));
+    }
+    rec.apply_contract(&loaded.contract);
+    loaded.meta.finished_at = None;
+    loaded.meta.server_count = None;
+    Ok(())
+}
+
+/// What resuming a run does.
+#[derive(Debug, PartialEq, Eq)]
+enum Resumable {
+    /// It goes on fetching.
+    Continue,
+    /// It reached its end but its writer died before the finish: only the finish is left.
+    FinishOnly,
+}
+
 /// Why a run cannot be resumed, if it cannot, with what to do instead.
-fn check_resumable(loaded: &LoadedRun, raise: &Raise) -> Result<(), WriteError> {
+fn check_resumable(loaded: &LoadedRun, raise: &Raise) -> Result<Resumable, WriteError> {
     let run = loaded.meta.run_id;
     let rec = &loaded.reconciler;
     let p = rec.progress();
@@ -939,6 +960,17 @@ fn check_resumable(loaded: &LoadedRun, raise: &Raise) -> Result<(), WriteError> 
         ));
     }
     if p.next.is_none() {
+        // A run that reached its end (its terminal page, or a finding) but whose writer died
+        // before it wrote the finish: resuming fetches nothing and writes the finish, so the
+        // run becomes what it would have been.
+        let ended = p.terminal_observed
+            || p.violations.iter().any(|v| {
+                v.kind.status() == Status::Failed
+                    || v.kind == ViolationKind::MissingCompletionEvidence
+            });
+        if ended && loaded.state == RunState::Interrupted {
+            return Ok(Resumable::FinishOnly);
+        }
         let reason = if p.terminal_observed {
             "it is finished: it saw its terminal page".to_owned()
         } else if let Some(v) = p
@@ -1001,5 +1033,5 @@ fn check_resumable(loaded: &LoadedRun, raise: &Raise) -> Result<(), WriteError> 
             return Err(not_resumable(run, &format!("it stopped at {what}")));
         }
     }
-    Ok(())
+    Ok(Resumable::Continue)
 }

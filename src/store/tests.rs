@@ -708,15 +708,9 @@ mod engine_panic {
                     Some(run) => {
                         assert_eq!(run.state, RunState::Interrupted, "{what}");
                         resumed += 1;
-                        match resume(&mut second, run.run_id, &case, &Acks::default()) {
-                            // Its terminal page is stored, only the finish was not: the
-                            // stored run is the answer.
-                            Err(e) if said(&e).contains("it saw its terminal page") => second
-                                .read()
-                                .and_then(|s| s.receipt(run.run_id))
-                                .map_err(Error::from),
-                            other => other,
-                        }
+                        // Also when its terminal page is stored and only the finish was
+                        // not: resuming writes the finish.
+                        resume(&mut second, run.run_id, &case, &Acks::default())
                     }
                     None => scan(&mut second, &case, &Acks::default(), None),
                 }
@@ -762,5 +756,87 @@ mod engine_panic {
         drop(writer);
         drop(reader);
         assert!(Store::open_read(&path).is_ok());
+    }
+}
+
+/// A run's writer whose finish never lands (the process dies between the terminal page's
+/// checkpoint and the finish record).
+struct NoFinish<'s>(RunWriter<'s>);
+
+impl RunLog for NoFinish<'_> {
+    fn run(&self) -> RunId {
+        self.0.run()
+    }
+    fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
+        Ok(self.0.checkpoint(rec, delta)?)
+    }
+    fn set_server_count(&mut self, n: u64) {
+        self.0.set_server_count(n);
+    }
+    fn finish(self, _: &Reconciler, _: u64) -> Result<(), Error> {
+        Err(Error::Write(WriteError::Poisoned {
+            path: "<died before the finish>".into(),
+        }))
+    }
+    fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
+        Ok(NoFinish(self.0.restart(rec, contract, at)?))
+    }
+}
+
+/// A source that must not be asked: every fetch is an error no scan can continue through.
+struct NoPages;
+
+impl crate::source::PageSource for NoPages {
+    async fn fetch(
+        &mut self,
+        _: &crate::source::PageRequest,
+    ) -> Result<crate::contract::Page, crate::source::FetchError> {
+        Err(crate::source::FetchError::Forbidden)
+    }
+}
+
+#[test]
+fn a_run_whose_writer_died_after_its_terminal_page_is_finished_by_resume() {
+    for options in [StoreOptions::new(), StoreOptions::new().exclusive(true)] {
+        let case = case(options);
+        let want = reference(&case);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.redb");
+        let mut store = Store::open(&path, options).expect("open");
+        let c = contract(&case);
+        let (w, _) = store.begin(&c, crate::collect::now_ms()).expect("begin");
+        let died = runtime().block_on(crate::collect::scan_with(
+            &c,
+            Reconciler::new(&c),
+            NoFinish(w),
+            crate::collect::now_ms(),
+            &mut sim(&case),
+        ));
+        assert!(died.is_err(), "{options:?}: the finish must have failed");
+        drop(store);
+        let mut store = Store::open(&path, options).expect("reopen");
+        let runs = store.read().expect("read").runs().expect("runs");
+        assert_eq!(runs.len(), 1, "{options:?}");
+        assert_eq!(runs[0].state, RunState::Interrupted, "{options:?}");
+        // The resume fetches nothing (a source that fails every page would fail it) and
+        // writes the finish: the run is then what an uninterrupted scan gives.
+        let (w, loaded) = store
+            .resume(RunId(1), &Raise::default())
+            .expect("resumable");
+        let mut dead = NoPages;
+        let done = runtime()
+            .block_on(crate::collect::resume_with(loaded, w, None, &mut dead))
+            .expect("resume");
+        let r = done.receipt();
+        assert_eq!(r.coverage_status, Status::Verified, "{options:?}");
+        assert_eq!(r.merkle_root, want.root, "{options:?}");
+        assert_eq!(r.unique_ids_observed, want.unique, "{options:?}");
+        let runs = store.read().expect("read").runs().expect("runs");
+        assert_eq!(runs[0].state, RunState::Finished, "{options:?}");
+        let again = store.resume(RunId(1), &Raise::default()).map(|_| ());
+        assert!(
+            matches!(again, Err(WriteError::NotResumable { ref reason, .. }) if reason.contains("it saw its terminal page")),
+            "{options:?}: a finished run is not resumed again: {again:?}"
+        );
     }
 }
