@@ -320,8 +320,18 @@ fn decimal(digits: &str) -> Result<u64, &'static str> {
     if bytes.is_empty() {
         return Err("expected decimal digits after the prefix");
     }
-    let mut value = Some(0u64);
-    for b in bytes {
+    // Up to 19 digits cannot pass u64::MAX (10^19 - 1 < 2^64): no check per digit.
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let mut value = 0u64;
+    for b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err("expected decimal digits after the prefix");
+        }
+        value = value * 10 + u64::from(digit);
+    }
+    let mut value = Some(value);
+    for b in tail {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
             return Err("expected decimal digits after the prefix");
@@ -361,6 +371,12 @@ mod tests {
             ("7", Ok(7)),
             ("4100", Ok(4100)),
             ("18446744073709551615", Ok(u64::MAX)),
+            ("9999999999999999999", Ok(9_999_999_999_999_999_999)),
+            ("10000000000000000000", Ok(10_000_000_000_000_000_000)),
+            (
+                "1844674407370955161a",
+                Err("expected decimal digits after the prefix"),
+            ),
             ("", Err("expected decimal digits after the prefix")),
             ("12a", Err("expected decimal digits after the prefix")),
             ("+5", Err("expected decimal digits after the prefix")),
