@@ -320,7 +320,8 @@ fn decimal(digits: &str) -> Result<u64, &'static str> {
     if bytes.is_empty() {
         return Err("expected decimal digits after the prefix");
     }
-    // Up to 19 digits cannot pass u64::MAX (10^19 - 1 < 2^64): no check per digit.
+    // Up to 19 digits cannot pass u64::MAX (10^19 - 1 < 2^64): no check per digit (the
+    // wrapping operations never wrap here; they only skip the build's overflow checks).
     let (head, tail) = bytes.split_at(bytes.len().min(19));
     let mut value = 0u64;
     for b in head {
@@ -328,7 +329,7 @@ fn decimal(digits: &str) -> Result<u64, &'static str> {
         if digit > 9 {
             return Err("expected decimal digits after the prefix");
         }
-        value = value * 10 + u64::from(digit);
+        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
     }
     let mut value = Some(value);
     for b in tail {
