@@ -11,8 +11,8 @@
 //!   `/dev/stdin` works (read once, bounded); opening a FIFO waits for its writer, as any
 //!   reader of a FIFO does.
 //! - [`open_regular`] (replay files, read again later by offsets): regular files only,
-//!   checked before opening, so a FIFO or a device is refused without blocking on it.
-//! - [`read_line`]: one line of a buffered reader, bounded by a length.
+//!   checked before opening, so a FIFO or a device is refused without blocking on it. (The
+//!   replay index bounds each line itself, as it finds lines in its reader's buffer.)
 
 use std::fs::File;
 use std::io::{self, Read};
