@@ -1,5 +1,6 @@
-//! The replay source on its own (no reconciler, no store): the indexing pass that validates
-//! every line when a file is opened, and the fetch of every page in order.
+//! The replay source on its own (no reconciler, no store): the indexing pass that reads every
+//! line's request key when a file is opened, and the fetch (the full parse) of every page in
+//! order.
 //!
 //! Run:   cargo bench --bench replay
 //! One:   cargo bench --bench replay -- 'replay/open/'

@@ -277,21 +277,9 @@ impl IdCodec {
                 d
             }
         };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(CodecError::BadDigits {
-                shown: shorten(s),
-                problem: "expected decimal digits after the prefix",
-            });
-        }
-        if digits.len() > 1 && digits.starts_with('0') {
-            return Err(CodecError::BadDigits {
-                shown: shorten(s),
-                problem: "leading zeros are not allowed",
-            });
-        }
-        digits.parse::<u64>().map_err(|_| CodecError::BadDigits {
+        decimal(digits).map_err(|problem| CodecError::BadDigits {
             shown: shorten(s),
-            problem: "number does not fit 64 bits",
+            problem,
         })
     }
 
@@ -325,6 +313,40 @@ impl IdCodec {
     }
 }
 
+/// The value of the decimal digits after a prefix, in one pass: digits only, no leading
+/// zero, within 64 bits (the problems in that order, as a prefixed ID reports them).
+fn decimal(digits: &str) -> Result<u64, &'static str> {
+    let bytes = digits.as_bytes();
+    if bytes.is_empty() {
+        return Err("expected decimal digits after the prefix");
+    }
+    // Up to 19 digits cannot pass u64::MAX (10^19 - 1 < 2^64): no check per digit (the
+    // wrapping operations never wrap here; they only skip the build's overflow checks).
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let mut value = 0u64;
+    for b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err("expected decimal digits after the prefix");
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+    }
+    let mut value = Some(value);
+    for b in tail {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err("expected decimal digits after the prefix");
+        }
+        value = value
+            .and_then(|v| v.checked_mul(10))
+            .and_then(|v| v.checked_add(u64::from(digit)));
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return Err("leading zeros are not allowed");
+    }
+    value.ok_or("number does not fit 64 bits")
+}
+
 fn wrong_type(raw: &RawId, codec: &'static str, wants: &'static str) -> CodecError {
     let (shown, found) = match raw {
         RawId::Int(n) => (n.to_string(), "an integer"),
@@ -336,5 +358,53 @@ fn wrong_type(raw: &RawId, codec: &'static str, wants: &'static str) -> CodecErr
         found,
         codec,
         wants,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixed_digits_are_read_in_one_pass_with_the_problems_in_order() {
+        for (digits, want) in [
+            ("0", Ok(0)),
+            ("7", Ok(7)),
+            ("4100", Ok(4100)),
+            ("18446744073709551615", Ok(u64::MAX)),
+            ("9999999999999999999", Ok(9_999_999_999_999_999_999)),
+            ("10000000000000000000", Ok(10_000_000_000_000_000_000)),
+            (
+                "1844674407370955161a",
+                Err("expected decimal digits after the prefix"),
+            ),
+            ("", Err("expected decimal digits after the prefix")),
+            ("12a", Err("expected decimal digits after the prefix")),
+            ("+5", Err("expected decimal digits after the prefix")),
+            ("0x1", Err("expected decimal digits after the prefix")),
+            ("٣", Err("expected decimal digits after the prefix")),
+            ("007", Err("leading zeros are not allowed")),
+            ("00", Err("leading zeros are not allowed")),
+            (
+                "018446744073709551616",
+                Err("leading zeros are not allowed"),
+            ),
+            ("18446744073709551616", Err("number does not fit 64 bits")),
+            (
+                "99999999999999999999999",
+                Err("number does not fit 64 bits"),
+            ),
+        ] {
+            assert_eq!(decimal(digits), want, "{digits:?}");
+        }
+        let mut c = IdCodec::new(IdCodecKind::Prefixed, Some("customer-".to_owned()));
+        assert_eq!(c.encode(&RawId::Str("customer-42".into())), Ok(42));
+        assert_eq!(
+            c.encode(&RawId::Str("customer-042".into())),
+            Err(CodecError::BadDigits {
+                shown: "\"customer-042\"".to_owned(),
+                problem: "leading zeros are not allowed"
+            })
+        );
     }
 }

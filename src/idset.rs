@@ -239,15 +239,28 @@ impl IdSet {
         while i < ids.len() {
             let p = partition_of(ids[i]);
             let bitmap = self.parts.entry(p).or_default();
-            let mut added = 0u64;
+            let start = i;
             while i < ids.len() && partition_of(ids[i]) == p {
-                if bitmap.insert(low_of(ids[i])) {
-                    added += 1;
-                } else {
-                    dups.push(ids[i]);
-                }
                 i += 1;
             }
+            let run = &ids[start..i];
+            let (lo, hi) = (low_of(run[0]), low_of(run[run.len() - 1]));
+            // Consecutive IDs past the partition's largest (a dense page): none is present,
+            // none repeats, and they go in as one range rather than one membership test each.
+            let consecutive = run.windows(2).all(|w| w[1].checked_sub(w[0]) == Some(1));
+            let added = if consecutive && bitmap.max().is_none_or(|max| max < lo) {
+                bitmap.insert_range(lo..=hi)
+            } else {
+                let mut added = 0u64;
+                for id in run {
+                    if bitmap.insert(low_of(*id)) {
+                        added += 1;
+                    } else {
+                        dups.push(*id);
+                    }
+                }
+                added
+            };
             if added > 0 {
                 self.len += added;
                 if touched.last() != Some(&p) {
@@ -262,5 +275,55 @@ impl IdSet {
                 self.parts.remove(&p);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages through `insert_many` against a plain set: the same members, count, duplicates
+    /// (in page order) and touched partitions.
+    #[test]
+    fn consecutive_runs_go_in_as_ranges_with_the_same_duplicates_as_one_by_one() {
+        let w = PARTITION_WIDTH;
+        let pages: Vec<Vec<u64>> = vec![
+            (1..=1000).collect(),
+            (1001..=2000).collect(),
+            // Consecutive, but below the partition's largest: some present.
+            (1500..=2500).collect(),
+            // Consecutive across a partition boundary.
+            (w - 10..w + 10).collect(),
+            // Consecutive past the largest after a gap, then one repeated inside a run.
+            (5000..5010).collect(),
+            vec![6000, 6001, 6001, 6002],
+            // Descending, and a consecutive run into a partition holding larger IDs.
+            (7000..7005).rev().collect(),
+            vec![3 * w + 100],
+            (3 * w + 1..3 * w + 50).collect(),
+            vec![u64::MAX - 2, u64::MAX - 1, u64::MAX],
+            vec![u64::MAX],
+        ];
+        let mut set = IdSet::default();
+        let mut model = std::collections::BTreeSet::new();
+        for page in &pages {
+            let (mut dups, mut touched) = (Vec::new(), Vec::new());
+            set.insert_many(page, &mut dups, &mut touched);
+            let mut want_dups = Vec::new();
+            let mut want_touched = std::collections::BTreeSet::new();
+            for id in page {
+                if model.insert(*id) {
+                    want_touched.insert(partition_of(*id));
+                } else {
+                    want_dups.push(*id);
+                }
+            }
+            assert_eq!(dups, want_dups, "{page:?}");
+            let touched: std::collections::BTreeSet<u64> = touched.into_iter().collect();
+            assert_eq!(touched, want_touched, "{page:?}");
+            assert_eq!(set.len(), model.len() as u64);
+        }
+        let members: Vec<u64> = set.iter().collect();
+        assert_eq!(members, model.into_iter().collect::<Vec<_>>());
     }
 }

@@ -11,11 +11,11 @@
 //!   `/dev/stdin` works (read once, bounded); opening a FIFO waits for its writer, as any
 //!   reader of a FIFO does.
 //! - [`open_regular`] (replay files, read again later by offsets): regular files only,
-//!   checked before opening, so a FIFO or a device is refused without blocking on it.
-//! - [`read_line`]: one line of a buffered reader, bounded by a length.
+//!   checked before opening, so a FIFO or a device is refused without blocking on it. (The
+//!   replay index bounds each line itself, as it finds lines in its reader's buffer.)
 
 use std::fs::File;
-use std::io::{self, BufRead, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use crate::error::FileError;
@@ -98,96 +98,10 @@ pub(crate) fn open_regular(
     Ok((file, meta.len()))
 }
 
-/// One line read by [`read_line`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LineRead {
-    /// No byte was left.
-    End,
-    /// A line was appended to the buffer, without its `\n`; `consumed_bytes` counts the
-    /// `\n` too.
-    Line {
-        /// Bytes taken from the reader.
-        consumed_bytes: usize,
-    },
-    /// The line is longer than the bound; the buffer got its first `max_bytes + 1` bytes
-    /// and the reader is left inside the line.
-    TooLong,
-}
-
-/// Appends one line (up to and including `\n`, or to the end) to `buf`, reading at most
-/// `max_bytes + 1` bytes whatever the input holds; the `\n` is not kept.
-///
-/// # Errors
-/// The reader's IO errors.
-pub(crate) fn read_line(
-    reader: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    max_bytes: usize,
-) -> io::Result<LineRead> {
-    let start = buf.len();
-    let limit = u64::try_from(max_bytes)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1);
-    let consumed_bytes = reader.by_ref().take(limit).read_until(b'\n', buf)?;
-    if consumed_bytes == 0 {
-        return Ok(LineRead::End);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-    } else if buf.len() - start > max_bytes {
-        return Ok(LineRead::TooLong);
-    }
-    Ok(LineRead::Line { consumed_bytes })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
-
-    #[track_caller]
-    fn check_lines(input: &[u8], max_bytes: usize, want: &[Result<&[u8], ()>]) {
-        let mut reader = input;
-        let mut buf = Vec::new();
-        let mut got = Vec::new();
-        loop {
-            buf.clear();
-            match read_line(&mut reader, &mut buf, max_bytes).unwrap() {
-                LineRead::End => break,
-                LineRead::Line { .. } => got.push(Ok(buf.clone())),
-                LineRead::TooLong => {
-                    assert_eq!(buf.len(), max_bytes + 1, "reads one byte past the bound");
-                    got.push(Err(()));
-                    break;
-                }
-            }
-        }
-        let want: Vec<Result<Vec<u8>, ()>> = want.iter().map(|w| w.map(<[u8]>::to_vec)).collect();
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn lines_are_bounded_while_read() {
-        check_lines(b"ab\ncd", 2, &[Ok(b"ab"), Ok(b"cd")]);
-        check_lines(b"ab\ncd\n", 2, &[Ok(b"ab"), Ok(b"cd")]);
-        check_lines(b"abc\n", 2, &[Err(())]);
-        check_lines(b"ab\nabc", 2, &[Ok(b"ab"), Err(())]);
-        check_lines(b"\n\n", 0, &[Ok(b""), Ok(b"")]);
-        check_lines(b"", 5, &[]);
-        // Lines are appended: the bound is on the line, not on the buffer.
-        let mut reader: &[u8] = b"ab\ncd\n";
-        let mut buf = b"xyz".to_vec();
-        read_line(&mut reader, &mut buf, 2).unwrap();
-        read_line(&mut reader, &mut buf, 2).unwrap();
-        assert_eq!(buf, b"xyzabcd");
-        // An endless input stops one byte past the bound.
-        let mut zeros = io::BufReader::new(io::repeat(0));
-        let mut buf = Vec::new();
-        assert_eq!(
-            read_line(&mut zeros, &mut buf, 1000).unwrap(),
-            LineRead::TooLong
-        );
-    }
 
     #[test]
     fn text_files_are_bounded_by_what_they_hold() {

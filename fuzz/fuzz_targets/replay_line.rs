@@ -1,7 +1,8 @@
 //! One replay line, as the indexing pass and a fetch parse it: the two agree on every input
 //! (a line that opened must parse when fetched, with the same error otherwise), neither
 //! panics, and a page never keeps more than one item past the page bound or one label past
-//! the item bound, whatever a generator's range or a list's length.
+//! the item bound, whatever a generator's range or a list's length; and the key the indexing
+//! pass reads without parsing the line is, when it reads one, the key the full parse gives.
 
 #![no_main]
 
@@ -9,6 +10,10 @@ use libfuzzer_sys::fuzz_target;
 use scanledger::{ReplaySource, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX};
 
 fuzz_target!(|line: &[u8]| {
+    assert!(
+        ReplaySource::key_scan_agrees(line),
+        "the key read at open differs from the parsed one"
+    );
     let (validated, collected) = ReplaySource::parse_line_both_ways(line);
     match (&validated, &collected) {
         (Ok(()), Ok(page)) => {

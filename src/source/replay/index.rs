@@ -1,27 +1,23 @@
-//! The indexing pass of a replay file: read it once, validate every line, keep per line only
-//! its key's hash, offset and length.
+//! The indexing pass of a replay file: read it once and keep, per non-blank line, its
+//! request key's hash, its offset and its length.
 //!
-//! Lines are read in batches of about [`BATCH_BYTES`] (each line bounded while read), and a
-//! batch is validated on up to [`INDEX_THREADS_MAX`] threads, each taking a contiguous run of
-//! its lines: the result, entries and the first error in file order, is the one a single
-//! thread would give. Memory: one batch (plus at most one line past it) and the entries.
-//! Never keeps a parsed line, and never reads past what the reader holds.
+//! A line's key is read by [`key::scan`] without parsing the rest of the line; a line whose
+//! key is not plain (or that has none) is parsed in full here ([`Mode::Validate`]), so a line
+//! without a readable key is refused at open, naming it. Every other check of a line (its
+//! items and other fields) is made when the line is served, by the fetch's own parse.
+//!
+//! Lines are found in the reader's buffer and read from it in place; only a line that spans
+//! two fills of the buffer is copied. Each line is bounded while read (at most
+//! `line_bytes_max` bytes are held past a line's start), and the reader is never read past
+//! what it holds.
 
-use std::io::BufRead;
-use std::num::NonZeroUsize;
+use std::io::{BufRead, ErrorKind};
 use std::path::Path;
 
+use super::key;
 use super::line::{self, Mode};
 use super::{json_error, replay_error, without_cr, KeyHasher, REPLAY_LINES_MAX};
 use crate::error::{FileError, SourceError};
-use crate::io_bound::{self, LineRead};
-
-/// Bytes of lines read before a batch is validated.
-const BATCH_BYTES: usize = 4 << 20;
-/// Threads that validate one batch; more would only contend for the same memory bandwidth.
-const INDEX_THREADS_MAX: usize = 4;
-/// Batches smaller than this are validated on the calling thread (a thread costs more).
-const PARALLEL_BYTES_MIN: usize = 256 * 1024;
 
 /// One non-blank line of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,16 +30,7 @@ pub(super) struct Entry {
     pub(super) len: u32,
 }
 
-/// A line of a batch: where it is in the file and in the batch's text.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    line_no: usize,
-    offset: u64,
-    start: usize,
-    len: usize,
-}
-
-/// Reads, validates and indexes every line; entries in file order.
+/// Reads and indexes every line; entries in file order.
 pub(super) fn index(
     path: &Path,
     mut reader: impl BufRead,
@@ -54,29 +41,92 @@ pub(super) fn index(
         path: path.to_owned(),
         source,
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(INDEX_THREADS_MAX);
-    let mut entries = Vec::new();
-    let mut text = Vec::new();
-    let mut spans = Vec::new();
-    let mut offset = 0u64;
-    let mut line_no = 0usize;
+    let mut indexer = Indexer {
+        path,
+        hasher,
+        entries: Vec::new(),
+        line_no: 0,
+        offset: 0,
+    };
+    // The start of a line that spans two fills of the reader's buffer.
+    let mut carry: Vec<u8> = Vec::new();
+    let too_long = |line_no: usize| {
+        replay_error(
+            path,
+            line_no + 1,
+            format!("the line is longer than {line_bytes_max} bytes"),
+        )
+    };
     loop {
-        let start = text.len();
-        let read = io_bound::read_line(&mut reader, &mut text, line_bytes_max).map_err(io)?;
-        let consumed_bytes = match read {
-            LineRead::End => break,
-            LineRead::TooLong => {
-                return Err(replay_error(
-                    path,
-                    line_no + 1,
-                    format!("the line is longer than {line_bytes_max} bytes"),
-                ))
-            }
-            LineRead::Line { consumed_bytes } => consumed_bytes,
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e).into()),
         };
-        line_no += 1;
+        if chunk.is_empty() {
+            if !carry.is_empty() {
+                indexer.line(&carry, carry.len())?;
+            }
+            break;
+        }
+        let filled = chunk.len();
+        let mut rest = chunk;
+        if !carry.is_empty() {
+            // The rest of the line begun in an earlier fill.
+            let Some(n) = memchr::memchr(b'\n', rest) else {
+                if carry.len().saturating_add(filled) > line_bytes_max {
+                    return Err(too_long(indexer.line_no));
+                }
+                carry.extend_from_slice(rest);
+                reader.consume(filled);
+                continue;
+            };
+            if carry.len().saturating_add(n) > line_bytes_max {
+                return Err(too_long(indexer.line_no));
+            }
+            carry.extend_from_slice(&rest[..n]);
+            indexer.line(&carry, carry.len() + 1)?;
+            carry.clear();
+            rest = &rest[n + 1..];
+        }
+        let mut start = 0;
+        for n in memchr::memchr_iter(b'\n', rest) {
+            let line = &rest[start..n];
+            if line.len() > line_bytes_max {
+                return Err(too_long(indexer.line_no));
+            }
+            indexer.line(line, line.len() + 1)?;
+            start = n + 1;
+        }
+        let tail = &rest[start..];
+        if tail.len() > line_bytes_max {
+            return Err(too_long(indexer.line_no));
+        }
+        carry.extend_from_slice(tail);
+        reader.consume(filled);
+    }
+    if indexer.entries.is_empty() {
+        return Err(replay_error(path, 0, "the file has no lines".to_owned()));
+    }
+    Ok(indexer.entries)
+}
+
+/// The state of the pass: the entries so far and where the next line starts.
+struct Indexer<'a> {
+    path: &'a Path,
+    hasher: &'a KeyHasher,
+    entries: Vec<Entry>,
+    /// Lines seen (blank ones included).
+    line_no: usize,
+    /// Where the next line starts.
+    offset: u64,
+}
+
+impl Indexer<'_> {
+    /// Indexes one line (without its `\n`) that took `consumed_bytes` of the file.
+    fn line(&mut self, line: &[u8], consumed_bytes: usize) -> Result<(), SourceError> {
+        self.line_no += 1;
+        let (path, line_no) = (self.path, self.line_no);
         if line_no > REPLAY_LINES_MAX {
             return Err(replay_error(
                 path,
@@ -84,96 +134,28 @@ pub(super) fn index(
                 format!("more than {REPLAY_LINES_MAX} lines"),
             ));
         }
-        spans.push(Span {
-            line_no,
-            offset,
-            start,
-            len: text.len() - start,
-        });
-        offset = offset.saturating_add(consumed_bytes as u64);
-        if text.len() >= BATCH_BYTES {
-            entries.extend(validate_batch(path, &text, &spans, hasher, threads)?);
-            text.clear();
-            spans.clear();
-        }
-    }
-    entries.extend(validate_batch(path, &text, &spans, hasher, threads)?);
-    if entries.is_empty() {
-        return Err(replay_error(path, 0, "the file has no lines".to_owned()));
-    }
-    Ok(entries)
-}
-
-/// Validates the lines of a batch, on several threads when it is large enough.
-fn validate_batch(
-    path: &Path,
-    text: &[u8],
-    spans: &[Span],
-    hasher: &KeyHasher,
-    threads: usize,
-) -> Result<Vec<Entry>, SourceError> {
-    if threads <= 1 || text.len() < PARALLEL_BYTES_MIN {
-        return validate(path, text, spans, hasher);
-    }
-    // Contiguous runs of lines of about equal bytes, one per thread.
-    let share = text.len().div_ceil(threads);
-    let mut parts = Vec::with_capacity(threads);
-    let mut rest = spans;
-    while !rest.is_empty() {
-        let first = rest[0].start;
-        let n = rest
-            .iter()
-            .position(|s| s.start >= first + share)
-            .unwrap_or(rest.len())
-            .max(1);
-        let (part, tail) = rest.split_at(n);
-        parts.push(part);
-        rest = tail;
-    }
-    let results: Vec<Result<Vec<Entry>, SourceError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = parts[1..]
-            .iter()
-            .map(|part| scope.spawn(move || validate(path, text, part, hasher)))
-            .collect();
-        let mut results = vec![validate(path, text, parts[0], hasher)];
-        for h in handles {
-            // A panic while validating is a bug, not bad input: let it continue as one.
-            results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        results
-    });
-    let mut entries = Vec::with_capacity(spans.len());
-    for r in results {
-        // The parts are in file order and each stops at its first bad line, so the first
-        // error here is the first bad line of the batch.
-        entries.extend(r?);
-    }
-    Ok(entries)
-}
-
-/// Validates lines in order, stopping at the first bad one.
-fn validate(
-    path: &Path,
-    text: &[u8],
-    spans: &[Span],
-    hasher: &KeyHasher,
-) -> Result<Vec<Entry>, SourceError> {
-    let mut entries = Vec::with_capacity(spans.len());
-    for span in spans {
-        let line = without_cr(&text[span.start..span.start + span.len]);
+        let offset = self.offset;
+        self.offset = offset.saturating_add(consumed_bytes as u64);
+        let line = without_cr(line);
         if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+            return Ok(());
         }
-        let parsed =
-            line::parse(line, Mode::Validate).map_err(|e| json_error(path, span.line_no, e))?;
+        let key = match key::scan(line) {
+            Some(key) => key,
+            None => {
+                line::parse(line, Mode::Validate)
+                    .map_err(|e| json_error(path, line_no, e))?
+                    .key
+            }
+        };
         // Both fit u32 (asserted at compile time): the reader stops at the file's size, at
         // most REPLAY_FILE_BYTES_MAX, and at REPLAY_LINE_BYTES_MAX per line.
-        let too_large = || replay_error(path, span.line_no, "past the file's bound".to_owned());
-        entries.push(Entry {
-            key_hash: hasher.hash(parsed.key.as_ref()),
-            offset: u32::try_from(span.offset).map_err(|_| too_large())?,
+        let too_large = || replay_error(path, line_no, "past the file's bound".to_owned());
+        self.entries.push(Entry {
+            key_hash: self.hasher.hash(key.as_ref()),
+            offset: u32::try_from(offset).map_err(|_| too_large())?,
             len: u32::try_from(line.len()).map_err(|_| too_large())?,
         });
+        Ok(())
     }
-    Ok(entries)
 }

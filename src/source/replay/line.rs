@@ -110,11 +110,18 @@ pub(super) fn parse(line: &[u8], mode: Mode) -> Result<Parsed, LineError> {
     Ok(parsed)
 }
 
-/// The commas of a line. Summed per 64 bytes as a `u8` (at most 64), which vectorizes; a
-/// plain `filter().count()` widens every byte and ran at under half the speed.
+/// The commas of a line. Summed per 64 bytes as a `u8` (at most 64, so the wrapping sum is
+/// exact), which vectorizes; a plain `filter().count()` widens every byte, and a checked sum
+/// (`sum::<u8>()` under the build's overflow checks) does not vectorize: ~5 instructions a
+/// byte.
 fn commas(line: &[u8]) -> usize {
     line.chunks(64)
-        .map(|c| usize::from(c.iter().map(|b| u8::from(*b == b',')).sum::<u8>()))
+        .map(|c| {
+            usize::from(
+                c.iter()
+                    .fold(0u8, |n, b| n.wrapping_add(u8::from(*b == b','))),
+            )
+        })
         .sum()
 }
 

@@ -5,11 +5,13 @@
 //! (retries); the last one repeats.
 //!
 //! Streaming: opening the file reads it once, line by line (each line bounded by
-//! [`REPLAY_LINE_BYTES_MAX`]), validates every line without keeping what it parsed (so a
-//! malformed file still fails before the first request, naming the line, column and field),
-//! and keeps only an index: per line, a hash of its request key and the line's offset and
-//! length (16 bytes a line). A fetch reads and parses just the line it needs. Memory is one
-//! page (the line and its items) plus the index, whatever the file's size.
+//! [`REPLAY_LINE_BYTES_MAX`]), and keeps only an index: per line, a hash of its request key
+//! and the line's offset and length (16 bytes a line). Only the key of a line is read then
+//! (`key`; a line whose key cannot be read plainly is parsed in full, so a line without a
+//! valid key fails at open, naming its line, column and field). A fetch reads and parses
+//! just the line it needs, checking all of it: a line malformed past its key is refused when
+//! it is first served, with the same error. Memory is one page (the line and its items) plus
+//! the index, whatever the file's size.
 //!
 //! The index never trusts a hash alone: a fetched line's own key is compared with the
 //! request, and a key with several lines has its lines' keys read once, the first time it is
@@ -33,6 +35,7 @@ use crate::reconcile::Request;
 
 mod index;
 mod items;
+mod key;
 mod line;
 #[cfg(test)]
 mod tests;
@@ -177,14 +180,16 @@ fn without_cr(line: &[u8]) -> &[u8] {
 }
 
 impl ReplaySource {
-    /// Opens a replay file: reads it once to validate every line and index it.
+    /// Opens a replay file: reads it once to index every line by its request key. A line
+    /// is checked in full when it is served.
     ///
     /// The file must be a regular file (it is read again by offsets; a pipe or a device is
     /// refused) of at most 1 GiB.
     ///
     /// # Errors
     /// `SourceError::File` when unreadable, not a regular file or too large;
-    /// `SourceError::Replay` naming line, column and field.
+    /// `SourceError::Replay` naming line, column and field, for a line whose request key is
+    /// missing or malformed, or that is past the bounds.
     pub fn open(path: &Path) -> Result<ReplaySource, SourceError> {
         let (file, len_bytes) = io_bound::open_regular(
             path,
@@ -273,6 +278,17 @@ impl ReplaySource {
             .map(|parsed| page_of(parsed, 0).ok())
             .map_err(|e| e.problem);
         (validated, collected)
+    }
+
+    /// Fuzzing support: whether the key the indexing pass reads from a line without parsing
+    /// it is the key the full parse gives, for every line the full parse accepts.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn key_scan_agrees(line: &[u8]) -> bool {
+        match (key::scan(line), line::parse(line, Mode::Validate)) {
+            (Some(scanned), Ok(parsed)) => scanned == parsed.key,
+            _ => true,
+        }
     }
 
     /// Lines indexed (non-blank lines of the file).

@@ -30,6 +30,20 @@ fn open_err(text: &str) -> String {
     }
 }
 
+/// How a file is refused: at open (a line without a readable key), or when its first
+/// request is served (a line checked in full then).
+#[track_caller]
+fn refusal(text: &str) -> String {
+    let mut s = match ReplaySource::parse(Path::new("t.jsonl"), text) {
+        Ok(s) => s,
+        Err(e) => return e.to_string(),
+    };
+    match s.answer(&Request::First) {
+        Err(FetchError::Fatal(e @ SourceError::Replay { .. })) => e.to_string(),
+        other => panic!("served {:?}: {text}", other.map(|p| p.items.len())),
+    }
+}
+
 fn cursor(c: &str) -> Request {
     Request::Cursor(c.to_owned())
 }
@@ -249,7 +263,7 @@ fn bad_lines_are_refused_naming_line_column_and_field() {
         (r#"{"cursor": null, "items": [2,, 3]}"#, "t.jsonl:1:30: malformed JSON: expected value"),
         (r#"{"cursor": null} {}"#, "t.jsonl:1:18: malformed JSON: trailing characters"),
     ] {
-        let got = open_err(text);
+        let got = refusal(text);
         if got != want {
             mismatches.push(format!("{text}\n  got:  {got}\n  want: {want}"));
         }
@@ -261,14 +275,20 @@ fn bad_lines_are_refused_naming_line_column_and_field() {
         "p".repeat(129)
     );
     assert_eq!(
-        open_err(&long_prefix),
+        refusal(&long_prefix),
         "t.jsonl:1:186: items.prefix: 129 bytes, longer than the bound of 128"
     );
-    assert_eq!(open_err("\n  \n"), "t.jsonl: the file has no lines");
-    assert_eq!(
-        open_err("{\"cursor\": null}\n\n{\"cursor\": \"\u{fffd}\", \"x\": 1}"),
-        "t.jsonl:3:21: unknown key \"x\" (known: cursor, after, items, next, complete, snapshot, query, truncated, delay_ms, error)"
-    );
+    assert_eq!(refusal("\n  \n"), "t.jsonl: the file has no lines");
+    // A line malformed past its key opens, and is refused when served, naming its line.
+    let mut s = source("{\"cursor\": null}\n\n{\"cursor\": \"\u{fffd}\", \"x\": 1}");
+    assert_eq!(answer(&mut s, &Request::First), ints(&[]));
+    match s.answer(&cursor("\u{fffd}")) {
+        Err(FetchError::Fatal(e)) => assert_eq!(
+            e.to_string(),
+            "t.jsonl:3:21: unknown key \"x\" (known: cursor, after, items, next, complete, snapshot, query, truncated, delay_ms, error)"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -383,9 +403,7 @@ fn only_regular_files_are_replayed() {
 }
 
 #[test]
-fn a_large_file_validated_in_parts_reports_its_first_bad_line() {
-    // Over PARALLEL_BYTES_MIN, a batch is validated on several threads; the answer is the one
-    // a single pass gives: every line indexed, or the first bad line in file order.
+fn a_line_without_a_valid_key_is_refused_at_open_naming_the_first() {
     let line = |i: usize| {
         format!(
             "{{\"cursor\": \"c{i}\", \"items\": [{i}], \"next\": \"c{}\"}}\n",
@@ -403,4 +421,206 @@ fn a_large_file_validated_in_parts_reports_its_first_bad_line() {
         open_err(&lines.concat()),
         "t.jsonl:7001:13: field \"cursor\" must be a string or null"
     );
+    // Whatever the key's spelling the full parse reads (an escape, an integer `after`), or
+    // when it is missing, or when the line is not an object.
+    lines[7_000] = "{\"items\": [1], \"next\": null}\n".to_owned();
+    assert_eq!(
+        open_err(&lines.concat()),
+        "t.jsonl:7001:28: a line needs a \"cursor\" (or \"after\") key"
+    );
+    lines[7_000] = "[{\"cursor\": \"c7000\"}]\n".to_owned();
+    assert_eq!(
+        open_err(&lines.concat()),
+        "t.jsonl:7001:1: invalid type: sequence, expected a JSON object (a replay line)"
+    );
+    lines[7_000] = "{\"cursor\": \"c7\\u0030\", \"cursor\": null}\n".to_owned();
+    assert_eq!(
+        open_err(&lines.concat()),
+        "t.jsonl:7001:31: duplicate key \"cursor\""
+    );
+}
+
+/// A file of `n` pages keyed `null`, `c1`, ... whose line `bad` (0-based) is `bad_line`.
+fn pages_with(n: usize, bad: usize, bad_line: &str) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let key = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"c{i}\"")
+        };
+        if i == bad {
+            text.push_str(bad_line);
+        } else {
+            text.push_str(&format!(
+                "{{\"cursor\": {key}, \"items\": [\"customer-{i}\", {{\"id\": \"x{i}\", \"labels\": [\"a\"]}}], \"next\": \"c{}\"}}",
+                i + 1
+            ));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_line_malformed_past_its_key_is_refused_when_served_naming_its_line() {
+    // In the middle of the file: the pages before it are served, then it is refused, naming
+    // its line and column, on its first request and on a retry; it is never answered.
+    for (bad, n) in [(1_500, 3_000), (2_999, 3_000)] {
+        let bad_line = format!("{{\"cursor\": \"c{bad}\", \"items\": [1, 2 3]}}");
+        let text = pages_with(n, bad, &bad_line);
+        for text in [
+            text.clone(),
+            text.trim_end().to_owned(),
+            text.replace('\n', "\r\n"),
+        ] {
+            let mut s = source(&text);
+            assert_eq!(s.lines(), n);
+            assert_eq!(
+                s.answer(&cursor(&format!("c{}", bad - 1)))
+                    .unwrap()
+                    .items
+                    .len(),
+                2
+            );
+            for _ in 0..2 {
+                match s.answer(&cursor(&format!("c{bad}"))) {
+                    Err(FetchError::Fatal(e)) => assert_eq!(
+                        e.to_string(),
+                        format!(
+                            "t.jsonl:{}:36: malformed JSON: expected `,` or `]`",
+                            bad + 1
+                        )
+                    ),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+    // The same through a file opened from disk (the line is read again by its offset).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.jsonl");
+    std::fs::write(
+        &p,
+        pages_with(3_000, 2_000, "{\"cursor\": \"c2000\", \"nxt\": null}"),
+    )
+    .unwrap();
+    let mut s = ReplaySource::open(&p).unwrap();
+    assert_eq!(s.answer(&cursor("c1999")).unwrap().items.len(), 2);
+    match s.answer(&cursor("c2000")) {
+        Err(FetchError::Fatal(e)) => assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:2001:25: unknown key \"nxt\"; did you mean \"next\"?",
+                p.display()
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn lines_are_found_alike_whatever_the_reader_buffer() {
+    // Lines that span fills of the reader's buffer are carried over; offsets, lengths and
+    // keys are those of one pass over the whole text.
+    let text = format!(
+        "{}\r\n\n   \n{{\"after\": 7, \"items\": [1]}}\n{{\"items\": [\"}}\\\"\"], \"cursor\": \"k\"}}",
+        pages_with(40, 99, "")
+    );
+    let whole = index::index(
+        Path::new("t.jsonl"),
+        text.as_bytes(),
+        &KeyHasher::Constant,
+        REPLAY_LINE_BYTES_MAX,
+    )
+    .unwrap();
+    assert_eq!(whole.len(), 42);
+    for capacity in [1, 2, 3, 7, 64, 100, 1000] {
+        let reader = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+        let got = index::index(
+            Path::new("t.jsonl"),
+            reader,
+            &KeyHasher::Constant,
+            REPLAY_LINE_BYTES_MAX,
+        )
+        .unwrap();
+        assert_eq!(got, whole, "buffer of {capacity}");
+    }
+    let mut s = source(&text);
+    assert_eq!(answer(&mut s, &Request::After("7".into())), ints(&[1]));
+    assert_eq!(
+        answer(&mut s, &cursor("k")),
+        Ok(vec![RawId::Str("}\"".into())])
+    );
+    // The bound holds on a line split across fills, and on the last line without a break.
+    for capacity in [1, 5, 64, 1000] {
+        for (text, max, want) in [
+            (
+                "{\"cursor\": null}\n{\"cursor\": \"xxxxxxxxxx\"}\n",
+                20,
+                Some(2),
+            ),
+            (
+                "{\"cursor\": null}\n{\"cursor\": \"xxxxxxxxxx\"}",
+                20,
+                Some(2),
+            ),
+            ("{\"cursor\": \"xxxxxxxxxxxxxxxxxxxx\"}\n", 20, Some(1)),
+            ("{\"cursor\": null}\n{\"cursor\": \"x\"}", 16, None),
+        ] {
+            let reader = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            let got = index::index(Path::new("t.jsonl"), reader, &KeyHasher::Constant, max);
+            match want {
+                Some(line) => assert_eq!(
+                    got.unwrap_err().to_string(),
+                    format!("t.jsonl:{line}: the line is longer than {max} bytes"),
+                    "{text:?} in a buffer of {capacity}"
+                ),
+                None => assert_eq!(got.unwrap().len(), 2, "{text:?} in a buffer of {capacity}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_key_read_at_open_is_the_key_the_full_parse_reads() {
+    for text in [
+        r#"{"cursor": null, "items": [1]}"#,
+        r#"  {  "cursor"  :  "c 1"  , "items": []}  "#,
+        r#"{"cursor": "c1"}"#,
+        r#"{"items": [{"cursor": "inner"}, "]\"", [[{}]]], "next": null, "cursor": "outer"}"#,
+        r#"{"query": {"cursor": "q", "a": [1, {"after": 2}]}, "after": "k"}"#,
+        r#"{"delay_ms": 5, "complete": true, "truncated": null, "after": "k"}"#,
+        r#"{"after": 17, "items": []}"#,
+        r#"{"after": -3}"#,
+        r#"{"cursor": "c\u0031"}"#,
+        r#"{"curs\u006fr": "c1"}"#,
+        r#"{"cursor": "é", "next": "ü"}"#,
+        r#"{"cursor":null}"#,
+        r#"{"cursor": nul}"#,
+        r#"{"cursor": null "items": []}"#,
+        r#"{"cursor": "a" "items": []}"#,
+        r#"{"cursor": null, "cursor": "b"}"#,
+        r#"{"items": [1, 2 3], "cursor": "c"}"#,
+        r#"{"items": "unterminated, "cursor": "c"}"#,
+        r#"{"items": [1, 2], "cursor": "c", "x": }"#,
+        "{\"cursor\": \"tab\there\"}",
+        r#"{}"#,
+        r#"{"#,
+        r#"""#,
+        r#"{"cursor""#,
+        r#"{"cursor": "#,
+    ] {
+        assert!(ReplaySource::key_scan_agrees(text.as_bytes()), "{text}");
+    }
+    // Where it answers, it answers what the full parse does; where it is unsure, nothing.
+    assert_eq!(
+        key::scan(br#"{"items": [{"cursor": "inner"}], "cursor": "outer"}"#),
+        Some(line::Key::Cursor(Some("outer".into())))
+    );
+    assert_eq!(key::scan(br#"{"cursor": "c\u0031"}"#), None);
+    assert_eq!(key::scan(br#"{"curs\u006fr": "c1"}"#), None);
+    assert_eq!(key::scan(br#"{"after": 17}"#), None);
+    assert_eq!(key::scan(b"{\"cursor\": \"a\tb\"}"), None);
+    assert_eq!(key::scan(br#"{"cursor": nullx}"#), None);
 }
