@@ -6,7 +6,7 @@
 //! No message here ever carries a raw continuation cursor: cursors appear only as the short
 //! fingerprint `digest::cursor_fingerprint` makes of them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A contract that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -278,7 +278,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A [`SourceError::Config`] for the config file at `path`: what every source's config
 /// reader returns for a key it cannot use.
-pub(crate) fn config_error(path: &Path, problem: impl Into<String>) -> SourceError {
+#[cfg(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "http",
+    feature = "mcp"
+))]
+pub(crate) fn config_error(path: &std::path::Path, problem: impl Into<String>) -> SourceError {
     SourceError::Config {
         path: path.to_owned(),
         problem: problem.into(),
