@@ -120,9 +120,10 @@ fn a_page_of_ten_string_ids_does_not_load_the_dictionary() {
     // The dictionary's strings alone are 61 MiB; loading them costs more than twice that
     // (the strings, their map and the store's read cache: 135 MB when `page` rendered every
     // ID of the run). A page of ten needs its ten strings and the binary's own footprint
-    // (about 19 MB in a debug build).
+    // (about 32 MB in a debug build with mimalloc, which keeps more than glibc's 19 MB), so
+    // a peak below the dictionary's own size is a page that did not load it.
     assert!(
-        rss_kib * 2 < dictionary_kib,
+        rss_kib < dictionary_kib,
         "page --size 10 peaked at {rss_kib} KiB, against a dictionary of {dictionary_kib} KiB"
     );
     // And the next page through its token, the same.
@@ -132,7 +133,7 @@ fn a_page_of_ten_string_ids_does_not_load_the_dictionary() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        rss_kib * 2 < dictionary_kib,
+        rss_kib < dictionary_kib,
         "the second page peaked at {rss_kib} KiB, against {dictionary_kib} KiB"
     );
 }
