@@ -24,7 +24,8 @@ use scanledger::{digest, RunId, Status, Store};
 
 use crate::util;
 
-const SOURCE: &str = "sim:records=400,delay_ms=2,label_every=9";
+// 4 ms per page: the scan, not the binary's start, takes most of a run, so kills land mid-run.
+const SOURCE: &str = "sim:records=400,delay_ms=4,label_every=9";
 const CONTRACT: &str = r#"{"source": "crash-sim", "tenant": "t", "page_size": 20}"#;
 const RESTART_CONTRACT: &str =
     r#"{"source": "crash-sim", "page_size": 20, "on_expired_cursor": "restart"}"#;
@@ -77,7 +78,7 @@ const MODES: [Mode; 4] = [
     Mode {
         name: "shared, restart on an expired cursor at page 8",
         contract: RESTART_CONTRACT,
-        source: "sim:records=400,delay_ms=2,label_every=9,expire_at=8",
+        source: "sim:records=400,delay_ms=4,label_every=9,expire_at=8",
         opts: &["--fold-every", "3"],
     },
 ];
