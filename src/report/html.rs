@@ -138,6 +138,7 @@ pub(super) fn page(input: &ReportInput) -> String {
     if let Some(reference) = &input.reference {
         comparison(&mut h, input, reference);
     }
+    super::shards::section(&mut h, r);
     violations(&mut h, r);
     labels(&mut h, r);
     receipt_fields(&mut h, input);

@@ -20,6 +20,7 @@ use crate::reconcile::Status;
 mod gather;
 mod html;
 mod map;
+mod shards;
 mod text;
 mod timeline;
 mod verdict;

@@ -431,3 +431,78 @@ fn an_empty_run_has_an_empty_map() {
     assert!(!html.contains("<svg class=\"map\""));
     assert!(html.contains("No violation over 1 page"));
 }
+
+fn shard(
+    index: u32,
+    finding: crate::receipt::ShardFinding,
+    status: Option<Status>,
+) -> crate::receipt::ShardEntry {
+    let taken = status.is_some();
+    crate::receipt::ShardEntry {
+        index,
+        key_range: crate::receipt::ShardRange {
+            lo: u64::from(index) * 1000,
+            hi: u64::from(index + 1) * 1000,
+        },
+        finding,
+        store: taken.then(|| format!("shard-{index}.redb")),
+        run_id: taken.then(|| "run-1".to_owned()),
+        coverage_status: status,
+        unique_ids_observed: if taken { 1000 } else { 0 },
+        merkle_root: taken.then(|| format!("sha256:{}", "12".repeat(32))),
+    }
+}
+
+#[test]
+fn a_merged_runs_report_lists_its_shards_the_unsettled_first_and_bounded() {
+    use crate::receipt::ShardFinding as F;
+    // An ordinary run has no shards section.
+    let plain = render(&input(receipt(Status::Verified, 100, 1), vec![]));
+    assert!(!plain.contains("id=\"shards\""));
+
+    // Four shards, the third missing: it is listed first and the sentence says so.
+    let mut r = receipt(Status::Unknown, 3000, 3);
+    r.plan_digest = Some(format!("sha256:{}", "9a".repeat(32)));
+    r.shards = Some(vec![
+        shard(0, F::Merged, Some(Status::Verified)),
+        shard(1, F::Merged, Some(Status::Verified)),
+        shard(2, F::Missing, None),
+        shard(3, F::Merged, Some(Status::Verified)),
+    ]);
+    let html = render(&input(r, vec![]));
+    let at = html.find("id=\"shards\"").expect("a shards section");
+    let section = &html[at..];
+    assert!(
+        section.contains("Merged from 4 shards of plan <code>sha256:9a9a"),
+        "{section}"
+    );
+    assert!(section.contains("1 not merged and verified, listed first"));
+    let first_row = section.find("<tbody><tr>").expect("rows");
+    assert!(
+        section[first_row..].starts_with("<tbody><tr><td class=\"num\">2</td><td class=\"num\">[2,000, 3,000)</td><td><code>missing</code>"),
+        "{}",
+        &section[first_row..first_row + 200]
+    );
+    for k in 0..4u64 {
+        assert!(section.contains(&format!(
+            "[{}, {})",
+            thousands(k * 1000),
+            thousands((k + 1) * 1000)
+        )));
+    }
+
+    // The plan's maximum, every shard merged and verified: 64 rows and a count of the rest.
+    let mut r = receipt(Status::Verified, 4_096_000, 4096);
+    r.plan_digest = Some(format!("sha256:{}", "9a".repeat(32)));
+    r.shards = Some(
+        (0..4096)
+            .map(|k| shard(k, F::Merged, Some(Status::Verified)))
+            .collect(),
+    );
+    let html = render(&input(r, vec![]));
+    let at = html.find("id=\"shards\"").expect("a shards section");
+    assert!(html[at..].contains("every one merged and verified"));
+    assert_eq!(html[at..].matches("<code>merged</code>").count(), 64);
+    assert!(html[at..].contains("4,032 more shards, merged and verified, are not shown"));
+    assert!(html.len() < REPORT_BYTES_MAX);
+}

@@ -697,6 +697,35 @@ fn a_merged_runs_stored_receipt_lists_its_shards_and_verify_checks_every_entry()
         "{text}"
     );
 
+    // The review packet lists them too, in a section of its own.
+    let html_path = env.path().join("merged.html");
+    let (code, _, err) = util::run(&[
+        "--store",
+        &s(&out),
+        "report",
+        stored["run_id"].as_str().unwrap(),
+        "-o",
+        &s(&html_path),
+    ]);
+    assert_eq!(code, 0, "report: {err}");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let at = html
+        .find("id=\"shards\"")
+        .expect("the report's shards section");
+    assert!(
+        html[at..].contains(&format!(
+            "Merged from 3 shards of plan <code>{digest}</code>: every one merged and verified"
+        )),
+        "{}",
+        &html[at..]
+    );
+    for k in 0..3 {
+        assert!(
+            html[at..].contains(&format!("<td>shard-{k}.redb</td>")),
+            "shard {k}"
+        );
+    }
+
     // The independent Python verifier checks the list against the exported IDs.
     let ids = env.path().join("merged.txt");
     let (code, _, err) = util::run(&[
