@@ -51,7 +51,7 @@ pub(super) fn section(h: &mut String, r: &Receipt) {
         .iter()
         .filter(|e| !settled(e))
         .chain(shards.iter().filter(|e| settled(e)))
-        .take(unsettled.min(UNSETTLED_MAX).max(ROWS_MAX))
+        .take(unsettled.clamp(ROWS_MAX, UNSETTLED_MAX))
         .collect();
     for e in &shown {
         let _ = write!(
