@@ -219,18 +219,20 @@ fn floor(dir: &Path, n: usize) -> Duration {
     took / u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// The files a SIGKILL of the writer leaves now: copies of the store and its journal (every
-/// write the writer made is in the page cache, so a copy is what a kill leaves).
+/// The files a SIGKILL of the writer leaves now: copies of the store, its journal and its key
+/// file (every write the writer made is in the page cache, so a copy is what a kill leaves).
 fn copy_as_killed(from: &Path, to: &Path) {
     std::fs::copy(from, to).expect("copy the store");
-    let journal = |p: &Path| {
+    let beside = |p: &Path, ext: &str| {
         let mut s = p.as_os_str().to_owned();
-        s.push(".journal");
+        s.push(ext);
         PathBuf::from(s)
     };
-    let _ = std::fs::remove_file(journal(to));
-    if journal(from).exists() {
-        std::fs::copy(journal(from), journal(to)).expect("copy the journal");
+    for ext in [".journal", ".keys"] {
+        let _ = std::fs::remove_file(beside(to, ext));
+        if beside(from, ext).exists() {
+            std::fs::copy(beside(from, ext), beside(to, ext)).expect("copy a file beside the store");
+        }
     }
 }
 
@@ -291,9 +293,11 @@ fn crash_resume(
     }
     for p in [&live, &killed, &clean, &image] {
         let _ = std::fs::remove_file(p);
-        let mut j = p.as_os_str().to_owned();
-        j.push(".journal");
-        let _ = std::fs::remove_file(PathBuf::from(j));
+        for ext in [".journal", ".keys"] {
+            let mut j = p.as_os_str().to_owned();
+            j.push(ext);
+            let _ = std::fs::remove_file(PathBuf::from(j));
+        }
     }
     (clean_syncs, killed_syncs, median(times))
 }
