@@ -231,7 +231,8 @@ fn copy_as_killed(from: &Path, to: &Path) {
     for ext in [".journal", ".keys"] {
         let _ = std::fs::remove_file(beside(to, ext));
         if beside(from, ext).exists() {
-            std::fs::copy(beside(from, ext), beside(to, ext)).expect("copy a file beside the store");
+            std::fs::copy(beside(from, ext), beside(to, ext))
+                .expect("copy a file beside the store");
         }
     }
 }
