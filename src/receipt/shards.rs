@@ -207,7 +207,7 @@ impl ShardEntry {
     }
 
     /// Whether the entry is a merged shard whose run is verified.
-    fn clean(&self) -> bool {
+    pub(crate) fn clean(&self) -> bool {
         self.finding == ShardFinding::Merged && self.coverage_status == Some(Status::Verified)
     }
 }

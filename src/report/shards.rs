@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use super::text::{more, plural, show, thousands};
-use crate::receipt::{Receipt, ShardEntry, ShardFinding};
+use crate::receipt::{Receipt, ShardEntry};
 use crate::reconcile::Status;
 
 /// Rows the table shows when most shards are merged and verified.
@@ -21,16 +21,12 @@ fn count(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-fn settled(e: &ShardEntry) -> bool {
-    e.finding == ShardFinding::Merged && e.coverage_status == Some(Status::Verified)
-}
-
 /// The section, for a run `merge` wrote; nothing for any other run.
 pub(super) fn section(h: &mut String, r: &Receipt) {
     let Some(shards) = &r.shards else {
         return;
     };
-    let unsettled = shards.iter().filter(|e| !settled(e)).count();
+    let unsettled = shards.iter().filter(|e| !e.clean()).count();
     h.push_str("<h2 id=\"shards\">Shards</h2>");
     let _ = write!(
         h,
@@ -49,8 +45,8 @@ pub(super) fn section(h: &mut String, r: &Receipt) {
     );
     let shown: Vec<&ShardEntry> = shards
         .iter()
-        .filter(|e| !settled(e))
-        .chain(shards.iter().filter(|e| settled(e)))
+        .filter(|e| !e.clean())
+        .chain(shards.iter().filter(|e| e.clean()))
         .take(unsettled.clamp(ROWS_MAX, UNSETTLED_MAX))
         .collect();
     for e in &shown {
