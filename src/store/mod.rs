@@ -747,7 +747,11 @@ impl Store {
             self.source_spec.clone_from(&loaded.source_spec);
         }
         let mut writer = RunWriter::open(self, run, new, key, saved, None);
-        writer.commit(&loaded.reconciler)?;
+        // The effective contract is recorded before any page; a run that only lacks its
+        // finish changed nothing, and its finish is its next (and only) commit.
+        if !finish_only {
+            writer.commit(&loaded.reconciler)?;
+        }
         Ok((writer, loaded))
     }
 
