@@ -9,6 +9,8 @@
 //! Run:  cargo bench --bench scale                       (10 M and 100 M random, 3 repeats)
 //!       SCALE_DENSE_1B=1 cargo bench --bench scale      (also 1 billion dense IDs, ~1 minute)
 //!       SCALE_CHECKPOINT_EVERY=100 cargo bench --bench scale
+//!       SCALE_EXCLUSIVE=1 cargo bench --bench scale     (also the random cases with
+//!                                                        --exclusive: no page journal)
 //!
 //! Peak RSS is read from /proc/self/status (VmHWM) of a child process per case, so cases do
 //! not share a high-water mark: the bench re-runs itself with `SCALE_CHILD=case`.
@@ -30,11 +32,14 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// One scan in this process; prints `time_ms written size rss_kib`.
-fn child(records: u64, random: bool, every: u32, dir: &Path) {
+/// One scan in this process; prints `time_ms written size rss_kib journal_written`.
+fn child(records: u64, random: bool, every: u32, exclusive: bool, dir: &Path) {
     let path = dir.join("scale.redb");
     let _ = std::fs::remove_file(&path);
-    let mut store = Store::open(&path, StoreOptions::new().checkpoint_every(every)).expect("store");
+    let options = StoreOptions::new()
+        .checkpoint_every(every)
+        .exclusive(exclusive);
+    let mut store = Store::open(&path, options).expect("store");
     let mut c = Contract::new("scale");
     c.page_size = 1_000;
     let mut source = SimSource::new({
@@ -54,9 +59,14 @@ fn child(records: u64, random: bool, every: u32, dir: &Path) {
     let took = start.elapsed();
     assert_eq!(done.receipt().unique_ids_observed, records);
     let written = store.bytes_written();
+    let journal = store.journal_bytes_written();
     drop(store);
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-    println!("{} {written} {size} {}", took.as_millis(), peak_rss_kib());
+    println!(
+        "{} {written} {size} {} {journal}",
+        took.as_millis(),
+        peak_rss_kib()
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -65,12 +75,16 @@ struct Sample {
     written: u64,
     size: u64,
     rss_kib: u64,
+    journal: u64,
 }
 
-fn run_child(records: u64, random: bool, every: u32) -> Sample {
+fn run_child(records: u64, random: bool, every: u32, exclusive: bool) -> Sample {
     let exe = std::env::current_exe().expect("exe");
     let out = std::process::Command::new(exe)
-        .env("SCALE_CHILD", format!("{records},{random},{every}"))
+        .env(
+            "SCALE_CHILD",
+            format!("{records},{random},{every},{exclusive}"),
+        )
         .output()
         .expect("child");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -81,7 +95,7 @@ fn run_child(records: u64, random: bool, every: u32) -> Sample {
         .collect();
     assert_eq!(
         f.len(),
-        4,
+        5,
         "child said: {text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -90,6 +104,7 @@ fn run_child(records: u64, random: bool, every: u32) -> Sample {
         written: f[1],
         size: f[2],
         rss_kib: f[3],
+        journal: f[4],
     }
 }
 
@@ -107,6 +122,7 @@ fn main() {
             p[0].parse().expect("records"),
             p[1] == "true",
             p[2].parse().expect("every"),
+            p[3] == "true",
             dir.path(),
         );
         return;
@@ -123,31 +139,39 @@ fn main() {
     println!(
         "scale: pages of 1,000, a durable commit every {every} pages, {repeats} repeats, medians"
     );
-    let mut times = Vec::new();
-    for records in [10_000_000u64, 100_000_000] {
-        let s = median_of(
-            (0..repeats)
-                .map(|_| run_child(records, true, every))
-                .collect(),
-        );
-        println!(
-            "random 20%, {:>4} M IDs: {:>7.2} s | written {:.1} MB for a {:.1} MB file ({:.2}x) | peak RSS {:.1} MB ({:.2}x the file)",
-            records / 1_000_000,
-            s.time.as_secs_f64(),
-            s.written as f64 / 1e6,
-            s.size as f64 / 1e6,
-            s.written as f64 / s.size.max(1) as f64,
-            s.rss_kib as f64 / 1024.0,
-            s.rss_kib as f64 * 1024.0 / s.size.max(1) as f64,
-        );
-        times.push(s.time);
+    let mut modes = vec![false];
+    if std::env::var_os("SCALE_EXCLUSIVE").is_some() {
+        modes.push(true);
     }
-    println!(
-        "random 20%: 100 M took {:.2}x the time of 10 M (target at most 11x)",
-        times[1].as_secs_f64() / times[0].as_secs_f64()
-    );
+    for exclusive in modes {
+        let mode = if exclusive { "--exclusive" } else { "default" };
+        let mut times = Vec::new();
+        for records in [10_000_000u64, 100_000_000] {
+            let s = median_of(
+                (0..repeats)
+                    .map(|_| run_child(records, true, every, exclusive))
+                    .collect(),
+            );
+            println!(
+                "random 20%, {:>4} M IDs, {mode}: {:>7.2} s | written {:.1} MB (page journal {:.1} MB) for a {:.1} MB file ({:.2}x) | peak RSS {:.1} MB ({:.2}x the file)",
+                records / 1_000_000,
+                s.time.as_secs_f64(),
+                s.written as f64 / 1e6,
+                s.journal as f64 / 1e6,
+                s.size as f64 / 1e6,
+                s.written as f64 / s.size.max(1) as f64,
+                s.rss_kib as f64 / 1024.0,
+                s.rss_kib as f64 * 1024.0 / s.size.max(1) as f64,
+            );
+            times.push(s.time);
+        }
+        println!(
+            "random 20%, {mode}: 100 M took {:.2}x the time of 10 M (target at most 11x)",
+            times[1].as_secs_f64() / times[0].as_secs_f64()
+        );
+    }
     if std::env::var_os("SCALE_DENSE_1B").is_some() {
-        let s = run_child(1_000_000_000, false, every);
+        let s = run_child(1_000_000_000, false, every, false);
         println!(
             "dense, 1,000 M IDs: {:.1} s | file {:.1} MB | peak RSS {:.1} MB (target at most 128 MB)",
             s.time.as_secs_f64(),

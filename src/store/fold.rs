@@ -149,7 +149,7 @@ pub(crate) fn recover(
             tracing::warn!(journal = %files.name(), "the page journal beside the store belongs to another store; ignored");
         }
         Header::Current if found.ignored_bytes > 0 => {
-            tracing::info!(journal = %files.name(), bytes = found.ignored_bytes, "the page journal ends with a torn record (never acknowledged); ignored");
+            tracing::debug!(journal = %files.name(), bytes = found.ignored_bytes, "bytes past the page journal's last record ignored (zeros kept for the next records, records of older generations, or a torn append that was never acknowledged)");
         }
         _ => {}
     }

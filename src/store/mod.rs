@@ -625,6 +625,14 @@ impl Store {
             + self.with_keys(|k| k.written()).unwrap_or(0)
     }
 
+    /// Of [`Store::bytes_written`], the bytes written to the page journal (the benchmarks'
+    /// split of what a scan writes). Not part of the API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn journal_bytes_written(&self) -> u64 {
+        self.with_journal(|j| j.written()).unwrap_or(0)
+    }
+
     /// Whether checkpoints go to the page journal (a writer in the shared mode).
     #[must_use]
     pub fn journaled(&self) -> bool {
