@@ -80,13 +80,18 @@ pub(crate) fn fold_due(records: u32, bytes: u64, age: Duration) -> bool {
         || (records > 0 && age >= FOLD_AGE_MAX)
 }
 
-/// The journal file's length after a frame that ends at `frame_end` in a file of `len` bytes:
-/// unchanged while the frame fits, else doubled (by at least [`GROW_MIN`]) and at least to the
-/// frame's end, but not past what a generation holds when its fold is due (a header and
-/// [`FOLD_BYTES`]) unless the frame itself ends later.
-pub(crate) fn grown_len(len: u64, frame_end: u64) -> u64 {
+/// The journal file's length after a frame of `frame_len` bytes that ends at `frame_end`, in a
+/// file of `len` bytes: unchanged while the frame fits, else doubled (by at least
+/// [`GROW_MIN`]) and at least to the frame's end, but not past what a generation holds when
+/// its fold is due (a header and [`FOLD_BYTES`]) unless the frame itself ends later. A frame
+/// larger than [`GROW_MIN`] (a group commit of many pages) only extends the file to its end:
+/// its sync is mostly its own data, and zeros ahead of it would be written for little.
+pub(crate) fn grown_len(len: u64, frame_end: u64, frame_len: u64) -> u64 {
     if frame_end <= len {
         return len;
+    }
+    if frame_len > GROW_MIN {
+        return frame_end;
     }
     let cap = (HEADER_LEN + FOLD_BYTES).max(frame_end);
     len.saturating_add(len.max(GROW_MIN))
@@ -495,7 +500,7 @@ impl Journal {
             .map_err(|e| io_failure("append to the page journal", e))?;
         written += frame.len() as u64;
         let len = old_len.max(frame_end);
-        let grown = grown_len(old_len, frame_end);
+        let grown = grown_len(old_len, frame_end, frame.len() as u64);
         // Zeros ahead of the frames, synced with this one: the next appends overwrite blocks
         // the file has, so their `fdatasync` need not record a new length.
         if grown > len {
@@ -846,24 +851,35 @@ mod tests {
 
     #[test]
     fn the_length_doubles_up_to_a_generation_due_to_fold() {
-        assert_eq!(grown_len(0, HEADER_LEN + 10), GROW_MIN);
-        assert_eq!(grown_len(GROW_MIN, GROW_MIN), GROW_MIN, "a frame that fits");
-        assert_eq!(grown_len(GROW_MIN, GROW_MIN + 1), 2 * GROW_MIN);
+        let small = 100;
+        assert_eq!(grown_len(0, HEADER_LEN + 10, 10), GROW_MIN);
         assert_eq!(
-            grown_len(GROW_MIN, 5 * GROW_MIN),
-            5 * GROW_MIN,
-            "to the frame's end"
+            grown_len(GROW_MIN, GROW_MIN, small),
+            GROW_MIN,
+            "a frame that fits"
         );
+        assert_eq!(grown_len(GROW_MIN, GROW_MIN + 1, small), 2 * GROW_MIN);
         let cap = HEADER_LEN + FOLD_BYTES;
-        assert_eq!(grown_len(cap - 1, cap), cap);
-        assert_eq!(grown_len(6 << 20, (6 << 20) + 1), cap);
+        assert_eq!(grown_len(cap - 1, cap, small), cap);
+        assert_eq!(grown_len(6 << 20, (6 << 20) + 1, small), cap);
         assert_eq!(
-            grown_len(cap, cap + 7),
+            grown_len(cap, cap + 7, small),
             cap + 7,
             "past the cap: only the frame"
         );
-        let last = JOURNAL_BYTES_MAX;
-        assert_eq!(grown_len(cap, last), last);
+        // A large frame extends the file to its own end, with no zeros ahead.
+        assert_eq!(
+            grown_len(GROW_MIN, 5 * GROW_MIN, 4 * GROW_MIN),
+            5 * GROW_MIN
+        );
+        assert_eq!(
+            grown_len(0, HEADER_LEN + GROW_MIN + 1, GROW_MIN + 1),
+            HEADER_LEN + GROW_MIN + 1
+        );
+        assert_eq!(
+            grown_len(cap, JOURNAL_BYTES_MAX, JOURNAL_BYTES_MAX - cap),
+            JOURNAL_BYTES_MAX
+        );
     }
 
     #[test]
