@@ -59,7 +59,10 @@ fuzz_target!(|data: &[u8]| {
         .map(|v| (m.map_value(&v, 7, &at), v));
     match (&got, want) {
         (Ok(page), Ok((Ok(full), v))) => {
-            assert_eq!(page, &full, "the text path maps differently from the full parse");
+            assert_eq!(
+                page, &full,
+                "the text path maps differently from the full parse"
+            );
             // And the same JSON as structured content gives the same page.
             let structured = m.map_tool_result(&json!({"structuredContent": v}), 7, 1 << 20, &at);
             if !v.is_null() {

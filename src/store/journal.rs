@@ -503,23 +503,28 @@ impl Journal {
         let grown = grown_len(old_len, frame_end, frame.len() as u64);
         // Zeros ahead of the frames, synced with this one: the next appends overwrite blocks
         // the file has, so their `fdatasync` need not record a new length.
+        // The zeros only speed later syncs up: a disk too full for them (or any failure to
+        // write them) leaves the file as long as what was written, and the frame's own sync
+        // below decides whether the record is durable.
+        let mut at = len;
         if grown > len {
             let zeros = vec![0u8; GROW_MIN as usize];
-            let mut at = len;
             while at < grown {
                 let n = (grown - at).min(GROW_MIN);
                 let chunk = zeros
                     .get(..usize::try_from(n).unwrap_or(0))
                     .unwrap_or(&zeros);
-                file.write(at, chunk)
-                    .map_err(|e| io_failure("extend the page journal", e))?;
+                if let Err(e) = file.write(at, chunk) {
+                    tracing::debug!(error = %e, "zeros ahead of the page journal's frames not written");
+                    break;
+                }
                 at += n;
                 written += n;
             }
         }
         file.sync_data()
             .map_err(|e| io_failure("sync the page journal", e))?;
-        self.len = grown.max(len);
+        self.len = at;
         if starts {
             self.generation = Some(base);
             self.records = 0;
@@ -847,6 +852,72 @@ mod tests {
         k.append(&mut rec(&[6])).unwrap();
         assert_eq!(file.len().unwrap(), grown);
         assert_eq!(read(&file, &tag, Some(&B)).unwrap().records.len(), 2);
+    }
+
+    /// A file on a disk with `cap` bytes: a write past them fails, as on a full disk.
+    #[derive(Debug, Clone)]
+    struct Full(VecFile, u64);
+
+    impl StorageBackend for Full {
+        fn len(&self) -> std::io::Result<u64> {
+            self.0.len()
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+            self.0.read(offset, out)
+        }
+        fn set_len(&self, len: u64) -> std::io::Result<()> {
+            self.0.set_len(len)
+        }
+        fn sync_data(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            if offset + data.len() as u64 > self.1 {
+                return Err(std::io::Error::other("no space left on device"));
+            }
+            self.0.write(offset, data)
+        }
+    }
+
+    struct FullFiles(Full);
+
+    impl JournalFiles for FullFiles {
+        fn open(&self, _: bool) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
+            Ok(Some(Box::new(self.0.clone())))
+        }
+        fn create(&self) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
+            Ok((Box::new(self.0.clone()), 0))
+        }
+        fn remove(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn set_aside(&self) -> std::io::Result<String> {
+            Ok("aside".to_owned())
+        }
+        fn name(&self) -> String {
+            "full".to_owned()
+        }
+    }
+
+    #[test]
+    fn a_disk_too_full_for_the_zeros_still_takes_the_records_that_fit() {
+        let file = VecFile::default();
+        let tag = tag_of(b"k");
+        let cap = 3_000;
+        let files = FullFiles(Full(file.clone(), cap));
+        let mut j = Journal::new(Box::new(files), tag, A, FOLD_RECORDS);
+        let mut n = 0;
+        while j.end + 200 < cap {
+            assert!(j.append(&mut rec(&[n, n + 1])).unwrap(), "record {n}");
+            n += 1;
+        }
+        assert!(n > 10);
+        assert!(file.len().unwrap() <= cap);
+        let got = read(&file, &tag, Some(&A)).unwrap();
+        assert_eq!(got.records.len() as u64, n);
+        // A record that does not fit fails, as a write to a full disk does.
+        let big: Vec<u64> = (0..1_000).map(|i| i * 1_000_003).collect();
+        assert!(j.append(&mut rec(&big)).is_err());
     }
 
     #[test]
