@@ -502,10 +502,10 @@ impl Journal {
         let len = old_len.max(frame_end);
         let grown = grown_len(old_len, frame_end, frame.len() as u64);
         // Zeros ahead of the frames, synced with this one: the next appends overwrite blocks
-        // the file has, so their `fdatasync` need not record a new length.
-        // The zeros only speed later syncs up: a disk too full for them (or any failure to
-        // write them) leaves the file as long as what was written, and the frame's own sync
-        // below decides whether the record is durable.
+        // the file has, so their `fdatasync` need not record a new length. They only make
+        // later syncs cheaper: a disk too full for them (or any failure to write them) leaves
+        // the file as long as what was written, and the frame's own sync below decides
+        // whether the record is durable.
         let mut at = len;
         if grown > len {
             let zeros = vec![0u8; GROW_MIN as usize];
