@@ -511,9 +511,8 @@ impl Journal {
             let zeros = vec![0u8; GROW_MIN as usize];
             while at < grown {
                 let n = (grown - at).min(GROW_MIN);
-                let chunk = zeros
-                    .get(..usize::try_from(n).unwrap_or(0))
-                    .unwrap_or(&zeros);
+                // n <= GROW_MIN, the length of `zeros`.
+                let chunk = zeros.get(..n as usize).unwrap_or(&zeros);
                 if let Err(e) = file.write(at, chunk) {
                     tracing::debug!(error = %e, "zeros ahead of the page journal's frames not written");
                     break;
@@ -656,9 +655,10 @@ mod tests {
     #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
 
-    /// A file in memory that grows on writes past its end, as a real file does.
+    /// A file in memory that grows on writes past its end, as a real file does; with a cap, a
+    /// write past the cap fails, as on a full disk.
     #[derive(Debug, Default, Clone)]
-    struct VecFile(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    struct VecFile(std::sync::Arc<std::sync::Mutex<Vec<u8>>>, Option<u64>);
 
     impl StorageBackend for VecFile {
         fn len(&self) -> std::io::Result<u64> {
@@ -681,6 +681,9 @@ mod tests {
             Ok(())
         }
         fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            if self.1.is_some_and(|cap| offset + data.len() as u64 > cap) {
+                return Err(std::io::Error::other("no space left on device"));
+            }
             let mut v = self.0.lock().unwrap();
             let end = offset as usize + data.len();
             if v.len() < end {
@@ -854,57 +857,14 @@ mod tests {
         assert_eq!(read(&file, &tag, Some(&B)).unwrap().records.len(), 2);
     }
 
-    /// A file on a disk with `cap` bytes: a write past them fails, as on a full disk.
-    #[derive(Debug, Clone)]
-    struct Full(VecFile, u64);
-
-    impl StorageBackend for Full {
-        fn len(&self) -> std::io::Result<u64> {
-            self.0.len()
-        }
-        fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
-            self.0.read(offset, out)
-        }
-        fn set_len(&self, len: u64) -> std::io::Result<()> {
-            self.0.set_len(len)
-        }
-        fn sync_data(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-            if offset + data.len() as u64 > self.1 {
-                return Err(std::io::Error::other("no space left on device"));
-            }
-            self.0.write(offset, data)
-        }
-    }
-
-    struct FullFiles(Full);
-
-    impl JournalFiles for FullFiles {
-        fn open(&self, _: bool) -> std::io::Result<Option<Box<dyn StorageBackend>>> {
-            Ok(Some(Box::new(self.0.clone())))
-        }
-        fn create(&self) -> std::io::Result<(Box<dyn StorageBackend>, u64)> {
-            Ok((Box::new(self.0.clone()), 0))
-        }
-        fn remove(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn set_aside(&self) -> std::io::Result<String> {
-            Ok("aside".to_owned())
-        }
-        fn name(&self) -> String {
-            "full".to_owned()
-        }
-    }
-
     #[test]
     fn a_disk_too_full_for_the_zeros_still_takes_the_records_that_fit() {
-        let file = VecFile::default();
         let tag = tag_of(b"k");
         let cap = 3_000;
-        let files = FullFiles(Full(file.clone(), cap));
+        let file = VecFile(std::sync::Arc::default(), Some(cap));
+        let files = MemFiles(std::sync::Arc::new(std::sync::Mutex::new(Some(
+            file.clone(),
+        ))));
         let mut j = Journal::new(Box::new(files), tag, A, FOLD_RECORDS);
         let mut n = 0;
         while j.end + 200 < cap {
