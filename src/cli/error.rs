@@ -444,9 +444,25 @@ impl From<WriteError> for CliError {
     }
 }
 
+impl From<scanledger::RunRefError> for CliError {
+    fn from(e: scanledger::RunRefError) -> CliError {
+        match e {
+            scanledger::RunRefError::Read(e) => e.into(),
+            other => CliError::usage(other.to_string())
+                .with_kind("unknown_run")
+                .with_hint("start one with `scanledger scan --contract FILE --source SPEC`"),
+        }
+    }
+}
+
 impl From<scanledger::DiffError> for CliError {
     fn from(e: scanledger::DiffError) -> CliError {
-        CliError::from(Error::Diff(e))
+        let hint = e.hint().map(str::to_owned);
+        let err = CliError::from(Error::Diff(e));
+        CliError {
+            hint: hint.or(err.hint.clone()),
+            ..err
+        }
     }
 }
 

@@ -9,11 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use scanledger::{
-    Compared, EmitError, MigrationError, MigrationReport, MigrationRequest, RereadSources, RunAt,
-    Side, Snapshot, Status, Store, Which,
+    EmitError, ListStream, MigrationError, MigrationRequest, RereadSources, RunAt, Snapshot, Store,
+    Which,
 };
 
-use super::output::{count, emit_line, write_json, Streamed};
 use super::{open_read, CliError, Out, RunArg};
 
 /// Where the other run lives and whether another collection may be compared.
@@ -119,71 +118,29 @@ pub(crate) fn runs_at<'a, 's>(
     Ok((old, new))
 }
 
-/// Compares two runs; runs of another scope without `--across` are refused with a hint
-/// naming it.
-pub(crate) fn compare<'a, 's>(
-    old: RunAt<'a, 's>,
-    new: RunAt<'a, 's>,
-    two_files: bool,
-    across: bool,
-) -> Result<Compared<'a, 's>, CliError> {
-    scanledger::compare_runs(old, new, two_files, across).map_err(|e| {
-        let other_scope = matches!(
-            e,
-            scanledger::DiffError::NotComparable(scanledger::NotComparable::OtherScope { .. })
-        );
-        let err = CliError::from(e);
-        if other_scope {
-            err.with_hint(
-                "to compare two collections (a migration's source and target), add --across",
-            )
-        } else {
-            err
-        }
-    })
-}
-
 /// A verdict's or a content comparison's error, with its field and the next step.
 pub(crate) fn migration_error(e: MigrationError) -> CliError {
-    let flag = |side| match side {
-        Side::Old => "--from-source",
-        _ => "--to-source",
-    };
-    match e {
-        MigrationError::Diff(e) => e.into(),
-        MigrationError::Exclude(scanledger::ExcludeError::File(f)) => {
-            CliError::file(f, "read").with_field("--exclude")
-        }
+    let (flag, hint) = (e.flag(), e.hint());
+    let mut err = match e {
+        MigrationError::Diff(e) => return e.into(),
+        MigrationError::Exclude(scanledger::ExcludeError::File(f)) => CliError::file(f, "read"),
+        MigrationError::Exclude(scanledger::ExcludeError::Read(e)) => return e.into(),
         MigrationError::Exclude(scanledger::ExcludeError::Line {
             path,
             line,
             problem,
         }) => {
-            let mut err = CliError::usage(problem).with_field("--exclude").with_hint(
-                "one ID per line, exactly as the runs write it (blank lines and # lines skipped)",
-            );
+            let mut err = CliError::usage(problem);
             err.file = Some(path);
             err.line = Some(line);
             err
         }
-        MigrationError::Exclude(scanledger::ExcludeError::Read(e)) => e.into(),
-        MigrationError::RereadSource { side, .. } => CliError::usage(e.to_string())
-            .with_field(flag(side))
-            .with_hint(format!(
-                "give {} postgres:CONFIG.json or mysql:CONFIG.json",
-                flag(side)
-            )),
-        MigrationError::RereadOpen { side, source } => CliError::from(*source).with_field(flag(side)),
-        MigrationError::RereadCodec { .. } => CliError::usage(e.to_string())
-            .with_field("--reread")
-            .with_hint("diff --content without --reread still names the differing buckets"),
-        MigrationError::NoContent { .. } => CliError::usage(e.to_string())
-            .with_field("--content")
-            .with_hint("name the same `content` columns in both source configs and scan again (docs/guide-migration.md)"),
-        other => CliError::usage(other.to_string())
-            .with_field("--content")
-            .with_hint("name the same columns in the same order in both source configs and scan again"),
-    }
+        MigrationError::RereadOpen { source, .. } => CliError::from(*source),
+        other => CliError::usage(other.to_string()),
+    };
+    err.field = flag.map(str::to_owned);
+    err.hint = hint.or(err.hint);
+    err
 }
 
 /// The arguments of `migration verify`.
@@ -227,17 +184,17 @@ pub(crate) fn verify(out: &Out, args: &VerifyArgs) -> Result<i32, CliError> {
     let l = &lists;
     let streams = if args.all {
         vec![
-            Streamed::new("missing_ranges", move |f| l.each_range(Which::Removed, f)),
-            Streamed::new("extra_ranges", move |f| l.each_range(Which::Added, f)),
+            ListStream::new("missing_ranges", move |f| l.each_range(Which::Removed, f)),
+            ListStream::new("extra_ranges", move |f| l.each_range(Which::Added, f)),
         ]
     } else {
         Vec::new()
     };
     let mut w = anstream::stdout().lock();
     let written = if out.json {
-        write_json(&mut w, &report, &streams, out.lines).and_then(|()| Ok(writeln!(w)?))
+        scanledger::write_json(&mut w, &report, &streams, out.lines).and_then(|()| Ok(writeln!(w)?))
     } else {
-        verdict_text(&mut w, &report, &streams)
+        report.write_text(&mut w, &streams)
     };
     drop(w);
     emitted(written)?;
@@ -252,165 +209,4 @@ pub(crate) fn emitted(r: Result<(), EmitError>) -> Result<(), CliError> {
         Err(EmitError::Io(e)) => super::output::stdout_written(Err(e)),
         Err(other) => Err(CliError::internal(other.to_string())),
     }
-}
-
-/// `source / tenant, snapshot S` of a run side, escaped for a terminal.
-pub(crate) fn side_words(s: &scanledger::RunSide) -> String {
-    format!(
-        "{} / {}, snapshot {}",
-        scanledger::terminal_safe(&s.source),
-        scanledger::terminal_safe(s.tenant.as_deref().unwrap_or("-")),
-        s.snapshot_id
-            .as_deref()
-            .map_or_else(|| "none".into(), scanledger::terminal_safe)
-    )
-}
-
-/// The verdict for people: the headline, how many rows are missing, extra and changed, the
-/// reasons, the lists (streamed with `--all`) and the next commands.
-fn verdict_text(
-    w: &mut dyn Write,
-    r: &MigrationReport,
-    streams: &[Streamed<'_>],
-) -> Result<(), EmitError> {
-    let (old, new) = &r.names;
-    write!(
-        w,
-        "migration {}: {old} ({}) -> {new} ({})",
-        r.verdict.as_str(),
-        side_words(&r.from),
-        side_words(&r.to)
-    )?;
-    if r.verdict == Status::Verified {
-        let but = if r.excluded_count > 0 {
-            format!(
-                " but the {} declared excluded",
-                count(r.excluded_count, "ID", "IDs")
-            )
-        } else {
-            String::new()
-        };
-        let same = if r.content_checked {
-            ", with the same content"
-        } else {
-            ""
-        };
-        write!(
-            w,
-            "\n  every one of {} of {old} is in {new}{but}{same}",
-            count(r.from.unique_ids_observed, "ID", "IDs")
-        )?;
-    } else {
-        write!(w, "\n  {:<8} {}", "rows", rows_words(r))?;
-    }
-    for reason in &r.reasons {
-        write!(w, "\n  {}", scanledger::terminal_safe(reason))?;
-    }
-    for (name, shown, total, key) in [
-        (
-            "missing",
-            &r.missing_ranges,
-            r.missing_ranges_total,
-            "missing_ranges",
-        ),
-        (
-            "extra",
-            &r.extra_ranges,
-            r.extra_ranges_total,
-            "extra_ranges",
-        ),
-    ] {
-        if total == 0 {
-            continue;
-        }
-        let head = format!("\n  {name:<8} ");
-        match streams.iter().find(|s| s.key == key) {
-            Some(s) => emit_line(w, &head, s)?,
-            None => write!(w, "{head}{}", list_words(shown, total))?,
-        }
-    }
-    changed_text(w, r)?;
-    for n in &r.next {
-        write!(w, "\n  next: {}", scanledger::terminal_safe(n))?;
-    }
-    writeln!(w)?;
-    Ok(())
-}
-
-/// How many rows are missing, extra and changed, and what content could not be compared.
-fn rows_words(r: &MigrationReport) -> String {
-    let changed = match (r.content_checked, r.changed_count) {
-        (false, _) => "changed not checked (no --content)".to_owned(),
-        (true, Some(n)) => format!("{n} changed"),
-        (true, None) if !r.changed_partitions.is_empty() => format!(
-            "changed in {} (--reread names the rows)",
-            count(r.changed_partitions.len() as u64, "partition", "partitions")
-        ),
-        (true, None) => "changed unknown".to_owned(),
-    };
-    let mut s = format!(
-        "{} missing, {} extra, {changed}",
-        r.missing_count, r.extra_count
-    );
-    if let Some(c) = &r.content {
-        if c.partitions_uncompared > 0 && c.reread.is_none() {
-            s.push_str(&format!(
-                "; the content of {} was not compared: their IDs differ",
-                count(c.partitions_uncompared, "partition", "partitions")
-            ));
-        }
-    }
-    s
-}
-
-/// The changed IDs (or partitions) and the declarations that are no difference.
-fn changed_text(w: &mut dyn Write, r: &MigrationReport) -> std::io::Result<()> {
-    if !r.changed_ids.is_empty() {
-        let words: Vec<String> = r.changed_ids.iter().map(id_words).collect();
-        let total = r.changed_count.unwrap_or(words.len() as u64);
-        write!(
-            w,
-            "\n  changed  {}{}",
-            words.join(", "),
-            super::lists::more(words.len() as u64, total)
-        )?;
-    } else if !r.changed_partitions.is_empty() {
-        let idx: Vec<String> = r
-            .changed_partitions
-            .iter()
-            .map(|p| format!("#{p}"))
-            .collect();
-        write!(w, "\n  changed  in partitions {}", idx.join(", "))?;
-    }
-    if !r.exclusions_unmatched.is_empty() {
-        let words: Vec<String> = r
-            .exclusions_unmatched
-            .iter()
-            .map(|s| scanledger::terminal_safe(s).into_owned())
-            .collect();
-        write!(
-            w,
-            "\n  declared but not different: {}{}",
-            words.join(", "),
-            super::lists::more(words.len() as u64, r.exclusions_unmatched_count)
-        )?;
-    }
-    Ok(())
-}
-
-/// An ID of a report for people: a string escaped, a number as it is.
-pub(crate) fn id_words(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => scanledger::terminal_safe(s).into_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// A capped list of ranges as a line, with how many more there are.
-pub(crate) fn list_words(shown: &[String], total: u64) -> String {
-    format!(
-        "{}{}",
-        super::lists::line_of(shown),
-        super::lists::more(shown.len() as u64, total)
-    )
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
-use scanledger::{EmitError, RunState, Status};
+use scanledger::{RunState, Status};
 use serde::Serialize;
 
 use super::{Cli, CliError, ColorWhen};
@@ -132,106 +132,6 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> CliError {
 
 pub(crate) use scanledger::shell_word;
 
-/// A list of a report written item by item as it is found (`--all`, `--output`): the JSON key
-/// it stands for, and the walk that hands on each item.
-pub(crate) struct Streamed<'f> {
-    pub key: &'static str,
-    #[allow(clippy::type_complexity)] // A walk over a callback, as the library gives it.
-    pub walk:
-        Box<dyn Fn(&mut dyn FnMut(&str) -> std::io::Result<()>) -> Result<(), EmitError> + 'f>,
-}
-
-impl<'f> Streamed<'f> {
-    pub(crate) fn new(
-        key: &'static str,
-        walk: impl Fn(&mut dyn FnMut(&str) -> std::io::Result<()>) -> Result<(), EmitError> + 'f,
-    ) -> Streamed<'f> {
-        Streamed {
-            key,
-            walk: Box::new(walk),
-        }
-    }
-}
-
-/// Writes `report` as JSON (pretty, or compact on one line) with the keys of `streamed`
-/// written item by item as their walks find them, so no list is ever whole in memory.
-pub(crate) fn write_json(
-    w: &mut dyn Write,
-    report: &impl Serialize,
-    streamed: &[Streamed<'_>],
-    compact: bool,
-) -> Result<(), EmitError> {
-    let encode = |e: serde_json::Error| EmitError::Io(std::io::Error::other(e));
-    let serde_json::Value::Object(map) = serde_json::to_value(report).map_err(encode)? else {
-        return Err(EmitError::Io(std::io::Error::other(
-            "a report is an object",
-        )));
-    };
-    let (open, sep, colon, close, indent) = if compact {
-        ("{", ",", ":", "}", "")
-    } else {
-        ("{\n", ",\n", ": ", "\n}", "  ")
-    };
-    w.write_all(open.as_bytes())?;
-    for (i, (key, value)) in map.iter().enumerate() {
-        if i > 0 {
-            w.write_all(sep.as_bytes())?;
-        }
-        let k = serde_json::to_string(key).map_err(encode)?;
-        write!(w, "{indent}{k}{colon}")?;
-        let Some(s) = streamed.iter().find(|s| s.key == key) else {
-            let text = if compact {
-                serde_json::to_string(value)
-            } else {
-                serde_json::to_string_pretty(value).map(|t| t.replace('\n', "\n  "))
-            }
-            .map_err(encode)?;
-            w.write_all(text.as_bytes())?;
-            continue;
-        };
-        w.write_all(b"[")?;
-        let mut n = 0u64;
-        (s.walk)(&mut |item| {
-            let item = serde_json::to_string(item).map_err(std::io::Error::other)?;
-            let lead = match (n, compact) {
-                (0, true) => "",
-                (_, true) => ",",
-                (0, false) => "\n    ",
-                (_, false) => ",\n    ",
-            };
-            n += 1;
-            write!(w, "{lead}{item}")
-        })?;
-        if n > 0 && !compact {
-            w.write_all(b"\n  ")?;
-        }
-        w.write_all(b"]")?;
-    }
-    w.write_all(close.as_bytes())?;
-    Ok(())
-}
-
-/// Writes `text` and then every item of `walk` on the same line, `, `-separated and as people
-/// read ranges (a single ID alone, escaped), to stdout as they are found.
-pub(crate) fn emit_line(
-    out: &mut dyn Write,
-    head: &str,
-    walk: &Streamed<'_>,
-) -> Result<(), EmitError> {
-    out.write_all(head.as_bytes())?;
-    let mut first = true;
-    (walk.walk)(&mut |item| {
-        let sep = if first { "" } else { ", " };
-        first = false;
-        write!(
-            out,
-            "{sep}{}",
-            range_words(&scanledger::terminal_safe(item))
-        )
-    })?;
-    Ok(())
-}
-
 /// Applies `--color` to everything written through `anstream` (which reads `NO_COLOR` and
 /// whether the stream is a terminal in `auto`).
 pub(crate) fn set_color(when: ColorWhen) {
@@ -286,8 +186,6 @@ pub(crate) fn count(n: impl Into<u128>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-pub(crate) use scanledger::range_words;
-
 /// The style of a status: green, yellow, red.
 pub(crate) fn status_style(s: Status) -> Style {
     match s {
@@ -318,86 +216,6 @@ pub(crate) fn bold(text: &str) -> String {
     styled(Style::new().bold(), text)
 }
 
-/// A table: a header row and rows of cells, each cell its plain text and its style; columns
-/// are as wide as their widest cell, numbers right-aligned.
-pub(crate) struct Table {
-    headers: Vec<&'static str>,
-    right: Vec<bool>,
-    rows: Vec<Vec<(String, Style)>>,
-}
-
-impl Table {
-    /// A table with these columns; `right` marks the right-aligned (numeric) ones.
-    pub(crate) fn new(columns: &[(&'static str, bool)]) -> Table {
-        Table {
-            headers: columns.iter().map(|(h, _)| *h).collect(),
-            right: columns.iter().map(|(_, r)| *r).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub(crate) fn row(&mut self, cells: Vec<(String, Style)>) {
-        debug_assert_eq!(cells.len(), self.headers.len());
-        self.rows.push(cells);
-    }
-
-    pub(crate) fn render(&self) -> String {
-        let width = |s: &str| s.chars().count();
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|i| {
-                self.rows
-                    .iter()
-                    .map(|r| width(&r[i].0))
-                    .chain([width(self.headers[i])])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        let last = self.headers.len().saturating_sub(1);
-        let header_style = Style::new().bold();
-        let mut line = String::new();
-        for (i, h) in self.headers.iter().enumerate() {
-            line.push_str(&pad(h, widths[i], self.right[i], i == last));
-            if i < last {
-                line.push_str("  ");
-            }
-        }
-        out.push_str(&styled(header_style, line.trim_end()));
-        for row in &self.rows {
-            out.push('\n');
-            let mut line = String::new();
-            for (i, (text, style)) in row.iter().enumerate() {
-                let padded = pad(text, widths[i], self.right[i], i == last);
-                // Style the text, not the padding, so underlines and backgrounds stay tidy.
-                let trimmed = padded.trim();
-                let styled_cell = padded.replacen(trimmed, &styled(*style, trimmed), 1);
-                line.push_str(if trimmed.is_empty() {
-                    &padded
-                } else {
-                    &styled_cell
-                });
-                if i < last {
-                    line.push_str("  ");
-                }
-            }
-            out.push_str(line.trim_end());
-        }
-        out
-    }
-}
-
-fn pad(text: &str, width: usize, right: bool, last: bool) -> String {
-    let n = width.saturating_sub(text.chars().count());
-    if right {
-        format!("{}{text}", " ".repeat(n))
-    } else if last {
-        text.to_owned()
-    } else {
-        format!("{text}{}", " ".repeat(n))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,27 +227,6 @@ mod tests {
         assert_eq!(
             count(2u64, "duplicate ID", "duplicate IDs"),
             "2 duplicate IDs"
-        );
-    }
-
-    #[test]
-    fn tables_align_their_columns() {
-        let mut t = Table::new(&[("RUN", false), ("PAGES", true), ("SOURCE", false)]);
-        t.row(vec![
-            ("run-10".into(), Style::new()),
-            ("3".into(), Style::new()),
-            ("a".into(), Style::new()),
-        ]);
-        t.row(vec![
-            ("run-9".into(), Style::new()),
-            ("12345".into(), Style::new()),
-            ("bb".into(), Style::new()),
-        ]);
-        // The header is bold on a terminal; `anstream` strips that elsewhere.
-        let plain = anstream::adapter::strip_str(&t.render()).to_string();
-        assert_eq!(
-            plain,
-            "RUN     PAGES  SOURCE\nrun-10      3  a\nrun-9   12345  bb"
         );
     }
 }

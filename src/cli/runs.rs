@@ -4,60 +4,32 @@
 //! `runs` tells a live scan (`running`) from one whose writer is gone (`interrupted`), and
 //! says how to continue the latter.
 
-use scanledger::{RunState, RunsQuery, Status, StoreOptions};
+use clap::builder::TypedValueParser;
+use scanledger::{Emphasis, RunFilter, RunState, RunsQuery, StoreOptions};
 
-use super::output::{state_style, status_style, Table};
+use super::output::{bold, state_style, status_style, styled};
 use super::{open_read, open_write, receipt_exit, show, CliError, Out, RunArg};
 
-/// What `runs --status` selects: a coverage status or a lifecycle state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StatusFilter {
-    /// Coverage verified.
-    Verified,
-    /// Coverage unknown.
-    Unknown,
-    /// Enumeration failed.
-    Failed,
-    /// Being written by a live process.
-    Running,
-    /// Recorded as running, with no live writer: resume it.
-    Interrupted,
-    /// Stopped.
-    Finished,
-    /// Replaced by a restart.
-    Superseded,
-}
-
-impl StatusFilter {
-    /// The library's query for this filter.
-    fn query(f: Option<StatusFilter>, source: Option<&str>, limit: Option<usize>) -> RunsQuery {
-        let mut q = RunsQuery::default();
-        match f {
-            Some(StatusFilter::Verified) => q.status = Some(Status::Verified),
-            Some(StatusFilter::Unknown) => q.status = Some(Status::Unknown),
-            Some(StatusFilter::Failed) => q.status = Some(Status::Failed),
-            Some(StatusFilter::Running) => q.state = Some(RunState::Running),
-            Some(StatusFilter::Interrupted) => q.state = Some(RunState::Interrupted),
-            Some(StatusFilter::Finished) => q.state = Some(RunState::Finished),
-            Some(StatusFilter::Superseded) => q.state = Some(RunState::Superseded),
-            None => {}
-        }
-        q.source = source.map(str::to_owned);
-        q.limit = limit;
-        q
-    }
+/// The arguments of `runs`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunsArgs {
+    /// Only runs with this status or in this state.
+    #[arg(long, value_name = "STATUS", value_parser = clap::builder::PossibleValuesParser::new(RunFilter::NAMES).try_map(|s| s.parse::<RunFilter>()))]
+    pub status: Option<RunFilter>,
+    /// Only runs of this source (the contract's `source`).
+    #[arg(long, value_name = "NAME")]
+    pub source: Option<String>,
+    /// At most N runs.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
 }
 
 /// `runs [--status S] [--source NAME] [--limit N]`.
-pub(crate) fn runs(
-    out: &Out,
-    status: Option<StatusFilter>,
-    source: Option<&str>,
-    limit: Option<usize>,
-) -> Result<i32, CliError> {
+pub(crate) fn runs(out: &Out, args: &RunsArgs) -> Result<i32, CliError> {
+    let mut query = RunsQuery::default();
+    (query.filter, query.source, query.limit) = (args.status, args.source.clone(), args.limit);
     let store = open_read(out)?;
-    let report =
-        scanledger::runs_report(&store.read()?, &StatusFilter::query(status, source, limit))?;
+    let report = scanledger::runs_report(&store.read()?, &query)?;
     if out.json {
         out.json_list(
             &report.runs,
@@ -78,40 +50,12 @@ pub(crate) fn runs(
         out.emit(&what)?;
         return Ok(0);
     }
-    let plain = anstyle::Style::new();
-    let mut table = Table::new(&[
-        ("RUN", false),
-        ("STATE", false),
-        ("STATUS", false),
-        ("PAGES", true),
-        ("UNIQUE IDS", true),
-        ("SOURCE", false),
-        ("TENANT", false),
-        ("STARTED", false),
-    ]);
-    for r in runs {
-        table.row(vec![
-            (r.run_id.clone(), plain),
-            (r.state.clone(), state_style(&r.state)),
-            (
-                r.coverage_status.as_str().to_owned(),
-                status_style(r.coverage_status),
-            ),
-            (r.pages_observed.to_string(), plain),
-            (r.unique_ids_observed.to_string(), plain),
-            (scanledger::terminal_safe(&r.source).into_owned(), plain),
-            (
-                scanledger::terminal_safe(r.tenant.as_deref().unwrap_or("-")).into_owned(),
-                plain,
-            ),
-            (r.started_at.clone(), plain),
-        ]);
-    }
-    out.emit(&table.render())?;
-    if let Some(r) = runs
-        .iter()
-        .find(|r| r.state == RunState::Interrupted.as_str())
-    {
+    out.emit(&report.text_with(&|part, text| match part {
+        Emphasis::Status(s) => styled(status_style(s), text),
+        Emphasis::State(s) => styled(state_style(s), text),
+        _ => bold(text),
+    }))?;
+    if let Some(r) = runs.iter().find(|r| r.state == RunState::Interrupted) {
         let run: scanledger::RunId = r.run_id.parse().map_err(CliError::internal)?;
         out.note(&format!(
             "{run} is interrupted (its writer is gone); continue it with `{}`",

@@ -7,15 +7,33 @@
 //! order a range could follow (their numbers are the dictionary's), so a range of them is
 //! refused.
 
-use roaring::RoaringBitmap;
-
 use super::ids::{parse_given, GivenId, IdTextError};
 use super::lists::{MissingReport, RunAt};
-use super::stream::{render_shown, Coalesce, EmitError, RangeTally, RenderEach, WALK_CHUNK};
+use super::stream::{render_shown, walk_run, Coalesce, EmitError, RangeTally, RenderEach};
 use crate::contract::IdCodecKind;
-use crate::idset::{partition_of, PARTITION_BITS};
+use crate::idset::partition_of;
 use crate::receipt::RANGES_SHOWN_MAX;
 use crate::store::{ReadError, RunHeader};
+
+impl RangeError {
+    /// What to do next: a range in the run's own form, or for string IDs a comparison with a
+    /// run.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RangeError::Read(_) => None,
+            RangeError::StringIds => Some(
+                "for string IDs, compare with a run: `scanledger missing RUN --against OTHER_RUN`"
+                    .into(),
+            ),
+            RangeError::Shape { example, .. }
+            | RangeError::Id { example, .. }
+            | RangeError::Reversed { example, .. } => {
+                Some(format!("for example --range {example}"))
+            }
+        }
+    }
+}
 
 /// Why `--range` cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -26,10 +44,17 @@ pub enum RangeError {
     Shape {
         /// The text given.
         text: String,
+        /// A range in the run's form.
+        example: String,
     },
     /// A bound is not an ID of the run's codec.
-    #[error("--range: {0}")]
-    Id(#[from] IdTextError),
+    #[error("--range: {source}")]
+    Id {
+        /// Why.
+        source: IdTextError,
+        /// A range in the run's form.
+        example: String,
+    },
     /// The run's IDs are strings: they have no order a range could follow.
     #[error("--range takes int or prefixed IDs: string IDs are numbered by a dictionary, not ordered, so no range of them means anything")]
     StringIds,
@@ -38,6 +63,8 @@ pub enum RangeError {
     Reversed {
         /// The text given.
         text: String,
+        /// A range in the run's form.
+        example: String,
     },
     /// The store could not be read.
     #[error(transparent)]
@@ -61,55 +88,36 @@ pub fn gaps_of<'a, 's>(at: RunAt<'a, 's>, text: &str) -> Result<Gaps<'a, 's>, Ra
     if header.contract.id_codec == IdCodecKind::String {
         return Err(RangeError::StringIds);
     }
+    let example = match &header.id_prefix {
+        Some(p) if header.contract.id_codec == IdCodecKind::Prefixed => format!("{p}1..{p}1000"),
+        _ => "1..1000".to_owned(),
+    };
     let (lo, hi) = text.split_once("..").ok_or_else(|| RangeError::Shape {
         text: text.to_owned(),
+        example: example.clone(),
     })?;
     let bound = |s: &str| -> Result<u64, RangeError> {
-        match parse_given(at.snap, &header, s)?? {
-            GivenId::Known(id) => Ok(id),
+        match parse_given(at.snap, &header, s)? {
+            Ok(GivenId::Known(id)) => Ok(id),
             // Only a string ID can be unknown, and strings were refused above.
-            GivenId::Unknown => Err(RangeError::StringIds),
+            Ok(GivenId::Unknown) => Err(RangeError::StringIds),
+            Err(source) => Err(RangeError::Id {
+                source,
+                example: example.clone(),
+            }),
         }
     };
     let (lo, hi) = (bound(lo)?, bound(hi)?);
     if lo > hi {
         return Err(RangeError::Reversed {
             text: text.to_owned(),
+            example,
         });
     }
     Ok(Gaps { at, header, lo, hi })
 }
 
 impl Gaps<'_, '_> {
-    /// Calls `f` on every non-empty partition of the run inside the interval, ascending,
-    /// loading at most `WALK_CHUNK` partitions at a time.
-    fn walk<E: From<ReadError>>(
-        &self,
-        mut f: impl FnMut(u64, &RoaringBitmap) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let (snap, run) = (self.at.snap, self.header.run_id);
-        let last = partition_of(self.hi);
-        let mut from = partition_of(self.lo);
-        // Each turn takes at least one partition of the run: bounded by its partitions.
-        loop {
-            let Some(&first_id) = snap.ids_from(run, from << PARTITION_BITS, 1)?.first() else {
-                return Ok(());
-            };
-            let p = partition_of(first_id);
-            if p > last {
-                return Ok(());
-            }
-            let end = p.saturating_add(WALK_CHUNK as u64 - 1).min(last);
-            for (q, b) in snap.partitions_between(run, p, end)?.partitions() {
-                f(q, b)?;
-            }
-            match end.checked_add(1) {
-                Some(n) if n <= last => from = n,
-                _ => return Ok(()),
-            }
-        }
-    }
-
     /// Calls `gap` on every range of the interval the run lacks, ascending.
     fn each_gap<E: From<ReadError>>(
         &self,
@@ -130,7 +138,10 @@ impl Gaps<'_, '_> {
             Ok(())
         };
         let mut c = Coalesce::new(true);
-        self.walk(|p, b| c.push_bitmap(p, b, &mut present))?;
+        let (first, last) = (partition_of(self.lo), partition_of(self.hi));
+        walk_run(self.at.snap, self.header.run_id, first, last, |p, b| {
+            c.push_bitmap(p, b, &mut present)
+        })?;
         c.finish(&mut present)?;
         match next {
             Some(n) if n <= hi => gap(n, hi),
@@ -162,7 +173,14 @@ impl Gaps<'_, '_> {
             Ok(())
         })?;
         let t = t.finish();
+        let run = self.header.run_id.to_string();
         Ok(MissingReport {
+            words: super::text::Words {
+                old: run.clone(),
+                new: format!("the range {}", crate::receipt::terminal_safe(text)),
+                names: (run, text.to_owned()),
+                ..super::text::Words::default()
+            },
             run_id: self.header.run_id.to_string(),
             reference: text.to_owned(),
             coverage_status: self.header.coverage_status,

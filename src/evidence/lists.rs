@@ -19,10 +19,11 @@ use super::side::{run_side, RunSide};
 use super::stream::{
     render_shown, Coalesce, EmitError, RangeTally, RenderEach, Sides, Stored, Tally,
 };
+use super::text::{side_words, Words};
 use super::{comparable_of, DiffError};
 use crate::contract::IdCodecKind;
 use crate::idset::IdSet;
-use crate::receipt::{RunId, RANGES_SHOWN_MAX};
+use crate::receipt::{terminal_safe, RunId, RANGES_SHOWN_MAX};
 use crate::reconcile::Status;
 use crate::store::{ReadError, RunHeader, Snapshot};
 
@@ -235,6 +236,52 @@ impl<'a, 's> Compared<'a, 's> {
         run_side(self.new_at.snap, &self.new, self.new_at.store)
     }
 
+    /// Both runs' sides when the comparison crosses collections or files.
+    fn sides(&self) -> Result<Option<(RunSide, RunSide)>, ReadError> {
+        if !self.crossing {
+            return Ok(None);
+        }
+        Ok(Some((self.old_side()?, self.new_side()?)))
+    }
+
+    /// How the text names the runs: with scope and snapshot across collections (a diff's new
+    /// run with its scope always), and with its store's name across two files.
+    fn words(&self, sides: Option<&(RunSide, RunSide)>, diff: bool) -> Words {
+        let (a, b) = super::side::run_names(
+            self.old.run_id,
+            self.old_at.store,
+            self.new.run_id,
+            self.two_files.then_some(self.new_at.store),
+        );
+        let names = (a.to_string(), b.to_string());
+        let scope = |h: &RunHeader| {
+            format!(
+                "{} / {}",
+                terminal_safe(&h.contract.scope.source),
+                terminal_safe(h.contract.scope.tenant.as_deref().unwrap_or("-"))
+            )
+        };
+        let (old, new) = match sides {
+            Some((x, y)) => (
+                format!("{} ({})", names.0, side_words(x)),
+                format!("{} ({})", names.1, side_words(y)),
+            ),
+            None if diff => (
+                names.0.clone(),
+                format!("{} ({})", names.1, scope(&self.new)),
+            ),
+            None => names.clone(),
+        };
+        Words {
+            old,
+            new,
+            names,
+            strings: !self.merge(),
+            unique_ids: self.new.unique_ids_observed,
+            statuses: Some((self.old.coverage_status, self.new.coverage_status)),
+        }
+    }
+
     /// The first ranges of a tally, rendered in the original form of `which`'s run.
     pub(crate) fn render(&self, which: Which, tally: &Tally) -> Result<Vec<String>, ReadError> {
         match which {
@@ -317,6 +364,9 @@ pub struct DiffReport {
     /// With `--content`: the content comparison.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<super::migration::ContentReport>,
+    /// How the text names the runs.
+    #[serde(skip)]
+    pub(crate) words: Words,
 }
 
 impl DiffReport {
@@ -353,7 +403,9 @@ impl DiffReport {
 pub fn diff_report(cmp: &Compared<'_, '_>) -> Result<DiffReport, ReadError> {
     let t = cmp.tally(None, |_| {})?;
     let (old, new) = (&cmp.old, &cmp.new);
+    let sides = cmp.sides()?;
     Ok(DiffReport {
+        words: cmp.words(sides.as_ref(), true),
         old_run: old.run_id.to_string(),
         new_run: new.run_id.to_string(),
         source: new.contract.scope.source.clone(),
@@ -371,8 +423,8 @@ pub fn diff_report(cmp: &Compared<'_, '_>) -> Result<DiffReport, ReadError> {
         partitions_differing_total: t.partitions_total,
         partitions_loaded: t.loaded,
         output: None,
-        old: cmp.crossing.then(|| cmp.old_side()).transpose()?,
-        new: cmp.crossing.then(|| cmp.new_side()).transpose()?,
+        old: sides.as_ref().map(|s| s.0.clone()),
+        new: sides.map(|s| s.1),
         content: None,
     })
 }
@@ -404,6 +456,9 @@ pub struct MissingReport {
     /// Across scopes or files: the reference's side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub against: Option<RunSide>,
+    /// How the text names the run and its reference.
+    #[serde(skip)]
+    pub(crate) words: Words,
 }
 
 impl MissingReport {
@@ -429,7 +484,9 @@ pub fn missing_report(cmp: &Compared<'_, '_>) -> Result<MissingReport, ReadError
         Ok(())
     })?;
     let added = added.finish();
+    let sides = cmp.sides()?;
     Ok(MissingReport {
+        words: cmp.words(sides.as_ref(), false),
         run_id: cmp.old.run_id.to_string(),
         reference: cmp.new.run_id.to_string(),
         coverage_status: cmp.old.coverage_status,
@@ -438,8 +495,8 @@ pub fn missing_report(cmp: &Compared<'_, '_>) -> Result<MissingReport, ReadError
         missing_ranges: cmp.render(Which::Added, &added)?,
         missing_ranges_total: added.ranges_total,
         output: None,
-        run: cmp.crossing.then(|| cmp.old_side()).transpose()?,
-        against: cmp.crossing.then(|| cmp.new_side()).transpose()?,
+        run: sides.as_ref().map(|s| s.0.clone()),
+        against: sides.map(|s| s.1),
     })
 }
 

@@ -14,6 +14,55 @@ use crate::receipt::{Receipt, RunId};
 use crate::reconcile::Status;
 use crate::store::{ReadError, RunState, RunSummary, Snapshot};
 
+/// A run as a user names it, on the command line or in a tool's arguments: `run-N`, `N`
+/// (exactly as run IDs are written: no sign, no leading zero), or `latest`, the newest run of
+/// the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    /// A run by its ID.
+    Id(RunId),
+    /// The newest run.
+    Latest,
+}
+
+impl std::str::FromStr for RunRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunRef, String> {
+        if s == "latest" {
+            return Ok(RunRef::Latest);
+        }
+        match s.parse::<RunId>() {
+            Ok(run) if run.to_string() == s || run.0.to_string() == s => Ok(RunRef::Id(run)),
+            _ => Err(format!("{s:?} is not a run (run-N, N or latest)")),
+        }
+    }
+}
+
+/// Why a `RunRef` names no run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunRefError {
+    /// `latest` in a store without runs.
+    #[error("`latest` names the newest run, and the store has no run yet")]
+    NoRun,
+    /// The store could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+impl RunRef {
+    /// The run this names in the store `snap` reads.
+    ///
+    /// # Errors
+    /// `NoRun` for `latest` in an empty store; `Read`.
+    pub fn resolve(self, snap: &Snapshot<'_>) -> Result<RunId, RunRefError> {
+        match self {
+            RunRef::Id(run) => Ok(run),
+            RunRef::Latest => snap.latest()?.ok_or(RunRefError::NoRun),
+        }
+    }
+}
+
 /// One run as `runs` lists it (docs/REFERENCE.md §8).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -25,7 +74,7 @@ pub struct RunRow {
     /// Its scope's tenant.
     pub tenant: Option<String>,
     /// `running`, `interrupted`, `finished` or `superseded`.
-    pub state: String,
+    pub state: RunState,
     /// Its coverage status.
     pub coverage_status: Status,
     /// Pages observed.
@@ -44,7 +93,7 @@ impl RunRow {
             run_id: r.run_id.to_string(),
             source: r.source.clone(),
             tenant: r.tenant.clone(),
-            state: r.state.as_str().to_owned(),
+            state: r.state,
             coverage_status: r.coverage_status,
             pages_observed: r.pages_observed,
             unique_ids_observed: r.unique_ids_observed,
@@ -54,14 +103,63 @@ impl RunRow {
     }
 }
 
+/// What `runs --status` selects: a coverage status or a lifecycle state, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFilter {
+    /// Runs with this coverage status.
+    Status(Status),
+    /// Runs in this lifecycle state.
+    State(RunState),
+}
+
+impl RunFilter {
+    /// Every filter's name: the statuses, then the states.
+    pub const NAMES: [&'static str; 7] = [
+        "verified",
+        "unknown",
+        "failed",
+        "running",
+        "interrupted",
+        "finished",
+        "superseded",
+    ];
+}
+
+impl std::str::FromStr for RunFilter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunFilter, String> {
+        let states = [
+            RunState::Running,
+            RunState::Interrupted,
+            RunState::Finished,
+            RunState::Superseded,
+        ];
+        let statuses = [Status::Verified, Status::Unknown, Status::Failed];
+        (statuses
+            .into_iter()
+            .find(|x| x.as_str() == s)
+            .map(RunFilter::Status))
+        .or_else(|| {
+            states
+                .into_iter()
+                .find(|x| x.as_str() == s)
+                .map(RunFilter::State)
+        })
+        .ok_or_else(|| {
+            format!(
+                "{s:?} is not a status or a state ({})",
+                RunFilter::NAMES.join(", ")
+            )
+        })
+    }
+}
+
 /// Which runs `runs` lists.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RunsQuery {
-    /// Only runs with this coverage status.
-    pub status: Option<Status>,
-    /// Only runs in this state.
-    pub state: Option<RunState>,
+    /// Only runs with this status or in this state.
+    pub filter: Option<RunFilter>,
     /// Only runs of this source.
     pub source: Option<String>,
     /// At most this many (the newest).
@@ -87,8 +185,11 @@ pub fn runs_report(snap: &Snapshot<'_>, query: &RunsQuery) -> Result<RunsReport,
     let all = snap.runs()?;
     let runs = all
         .iter()
-        .filter(|r| query.status.is_none_or(|s| r.coverage_status == s))
-        .filter(|r| query.state.is_none_or(|s| r.state == s))
+        .filter(|r| match query.filter {
+            Some(RunFilter::Status(s)) => r.coverage_status == s,
+            Some(RunFilter::State(s)) => r.state == s,
+            None => true,
+        })
         .filter(|r| query.source.as_deref().is_none_or(|s| r.source == s))
         .take(query.limit.unwrap_or(usize::MAX))
         .map(RunRow::of)

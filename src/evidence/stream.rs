@@ -275,6 +275,38 @@ impl Sides<'_, '_> {
     }
 }
 
+/// Calls `f` on every non-empty partition of `run` from `first` to `last` (partition
+/// indexes), ascending, loading at most `WALK_CHUNK` partitions at a time and hopping over
+/// empty stretches of the ID space.
+pub(crate) fn walk_run<E: From<ReadError>>(
+    snap: &Snapshot<'_>,
+    run: RunId,
+    first: u64,
+    last: u64,
+    mut f: impl FnMut(u64, &RoaringBitmap) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut from = first;
+    // Each turn takes at least one partition of the run: bounded by its partitions.
+    while from <= last {
+        let Some(&first_id) = snap.ids_from(run, from << PARTITION_BITS, 1)?.first() else {
+            return Ok(());
+        };
+        let p = crate::idset::partition_of(first_id);
+        if p > last {
+            return Ok(());
+        }
+        let end = p.saturating_add(WALK_CHUNK as u64 - 1).min(last);
+        for (q, b) in snap.partitions_between(run, p, end)?.partitions() {
+            f(q, b)?;
+        }
+        match end.checked_add(1) {
+            Some(n) => from = n,
+            None => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
 /// Renders ascending ranges of a run's IDs as `"FIRST..LAST"` and hands each on, looking up
 /// string IDs `RENDER_CHUNK` ranges at a time: the caller feeds `push` and calls `finish`.
 pub(crate) struct RenderEach<'a, 's, F> {

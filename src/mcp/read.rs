@@ -14,7 +14,8 @@ use super::Server;
 use crate::collect::now_ms;
 use crate::contract::ITEMS_PER_PAGE_MAX;
 use crate::evidence::{
-    compare, diff_report, missing_report, page_report, runs_report, verify_report, RunAt, RunsQuery,
+    compare, diff_report, missing_report, page_report, runs_report, verify_report, RunAt, RunRef,
+    RunsQuery,
 };
 use crate::receipt::{Receipt, RunId};
 use crate::reconcile::Status;
@@ -50,13 +51,8 @@ fn run_text<'a>(args: &'a Args, key: &str) -> Result<&'a str, String> {
 
 /// The run a run argument names in the store `snap` reads: `run-N`, `N`, or `latest`.
 fn resolve(snap: &Snapshot<'_>, text: &str) -> Result<RunId, String> {
-    if text == "latest" {
-        return snap.latest().map_err(|e| chain(&e))?.ok_or_else(|| {
-            "`latest` names the newest run, and the store has no run yet".to_owned()
-        });
-    }
-    text.parse::<RunId>()
-        .map_err(|_| format!("{text:?} is not a run (run-N, N or latest)"))
+    let run: RunRef = text.parse()?;
+    run.resolve(snap).map_err(|e| chain(&e))
 }
 
 /// `get_receipt {"run_id"}`.

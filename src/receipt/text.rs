@@ -24,6 +24,10 @@ pub enum Emphasis {
     Status(Status),
     /// A violation's kind, by the status it forces.
     Violation(Status),
+    /// A table's header row.
+    Header,
+    /// A run's state (`running`, `interrupted`, ...), in a table of runs.
+    State(&'static str),
 }
 
 /// `1 duplicate`, `2 duplicates`.

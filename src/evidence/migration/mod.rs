@@ -94,6 +94,45 @@ pub enum MigrationError {
     },
 }
 
+impl MigrationError {
+    /// The command-line flag at fault, when one is.
+    #[must_use]
+    pub fn flag(&self) -> Option<&'static str> {
+        let source_flag = |side: &Side| match side {
+            Side::Old => "--from-source",
+            Side::New => "--to-source",
+        };
+        Some(match self {
+            MigrationError::Exclude(_) => "--exclude",
+            MigrationError::NoContent { .. } | MigrationError::ContentColumns { .. } => "--content",
+            MigrationError::RereadCodec { .. } => "--reread",
+            MigrationError::RereadSource { side, .. } | MigrationError::RereadOpen { side, .. } => {
+                source_flag(side)
+            }
+            MigrationError::Diff(_) => return None,
+        })
+    }
+
+    /// What to do next, when something helps.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            MigrationError::Exclude(ExcludeError::Line { .. }) => {
+                "one ID per line, exactly as the runs write it (blank lines and # lines skipped)".into()
+            }
+            MigrationError::NoContent { .. } => "name the same `content` columns in both source configs and scan again (docs/guide-migration.md)".into(),
+            MigrationError::ContentColumns { .. } => "name the same columns in the same order in both source configs and scan again".into(),
+            MigrationError::RereadCodec { .. } => "diff --content without --reread still names the differing buckets".into(),
+            MigrationError::RereadSource { .. } => format!(
+                "give {} postgres:CONFIG.json or mysql:CONFIG.json",
+                self.flag().unwrap_or("--from-source")
+            ),
+            MigrationError::Diff(e) => return e.hint().map(str::to_owned),
+            _ => return None,
+        })
+    }
+}
+
 impl From<ReadError> for MigrationError {
     fn from(e: ReadError) -> MigrationError {
         MigrationError::Diff(DiffError::Read(e))
