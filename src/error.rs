@@ -173,6 +173,15 @@ pub enum SourceError {
         /// What is wrong, naming the key.
         problem: String,
     },
+    /// A source configuration file that does not have its declared shape (`json::from_str`):
+    /// placed at the key's line and column, worded as every config file's errors are.
+    #[error("{}: {error}", position(path, error.position().map_or(0, |p| p.0), error.position().map(|p| p.1)))]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, where, and the key or value meant.
+        error: crate::json::ConfigError,
+    },
     /// A source failed in its own way (a driver, a protocol, a custom `PageSource`); the cause
     /// is the source's own error. `what` says what was being done, never with a secret.
     #[error("{what}")]
