@@ -120,9 +120,25 @@ pub(crate) async fn scan_collection(
             return Err("argument \"contract\" must be an object (a scanledger contract)".into())
         }
     };
-    contract_obj
-        .entry("source")
-        .or_insert_with(|| Value::from(name));
+    // The declared name is the scope: a contract naming another source would record this
+    // source's IDs as another collection's inventory.
+    match contract_obj.get("source") {
+        None | Some(Value::Null) => {
+            contract_obj.insert("source".into(), Value::from(name));
+        }
+        Some(Value::String(s)) if s == name => {}
+        Some(other) => {
+            let shown = other.as_str().map_or_else(
+                || crate::source::mapping::pointer::type_name(other).to_owned(),
+                |s| format!("{:?}", crate::receipt::terminal_safe(s)),
+            );
+            return Err(format!(
+                "contract.source is {shown}, but the source scanned is {:?}: the declared name is the run's scope; leave contract.source out (or give {:?})",
+                crate::receipt::terminal_safe(name),
+                crate::receipt::terminal_safe(name)
+            ));
+        }
+    }
     let contract = Contract::from_json(&Value::Object(contract_obj).to_string())
         .map_err(|e| format!("contract: {e}"))?;
     let ids_max = args

@@ -395,3 +395,61 @@ fn a_cancelled_scan_stops_at_a_page_boundary_and_stays_resumable() -> TestResult
     })?;
     Ok(())
 }
+
+/// Issue 22, finding 4: an agent's `contract.source` rewrote the run's scope. Scanning the
+/// declared source `scratch` (2 IDs) with `{"contract": {"source": "customers"}}` recorded a
+/// verified inventory of `customers` holding scratch's IDs, so a later reader of `customers`
+/// saw a collection of 2 where the declared one has 5. The agent simulated here sends exactly
+/// that call; the declared name must be the scope, and a different `source` refused.
+#[test]
+fn an_agents_contract_source_never_rewrites_the_scope() -> TestResult {
+    if !python_mcp() {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    fixture(dir.path());
+    util::write(
+        dir.path(),
+        "scratch.jsonl",
+        "{\"cursor\": null, \"items\": [1, 2], \"next\": null}\n",
+    );
+    let sources = util::write(
+        dir.path(),
+        "sources.json",
+        &json!({"customers": "replay:pages.jsonl", "scratch": "replay:scratch.jsonl"}).to_string(),
+    );
+    let argv = server_argv(dir.path(), &sources);
+    let mut target = vec!["stdio", "--"];
+    target.extend(argv.iter().map(String::as_str));
+    let lines = drive(
+        dir.path(),
+        &json!([
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": "customers"}}},
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": 7}}},
+            {"tool": "list_runs", "arguments": {}},
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": "scratch"}}},
+        ]),
+        &target,
+    );
+    for (i, words) in [
+        (
+            1,
+            "contract.source is \"customers\", but the source scanned is \"scratch\"",
+        ),
+        (2, "contract.source is a number"),
+    ] {
+        assert_eq!(lines[i]["is_error"], true, "{}", lines[i]);
+        let error = lines[i]["structured"]["error"].as_str().unwrap();
+        assert!(
+            error.contains(words) && error.contains("the declared name is the run's scope"),
+            "{error}"
+        );
+    }
+    // Nothing was recorded under either name.
+    assert_eq!(lines[3]["structured"]["runs"], json!([]), "{}", lines[3]);
+    // The declared name given again is accepted: the run's scope is scratch.
+    let inv = &lines[4]["structured"];
+    assert_eq!(inv["outcome"], "inventory", "{inv}");
+    assert_eq!(inv["receipt"]["source"], "scratch", "{inv}");
+    Ok(())
+}
