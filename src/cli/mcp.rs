@@ -72,16 +72,12 @@ where
     H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
     match serve.http {
-        None => {
-            use rmcp::ServiceExt;
-            rt.block_on(async move {
-                let running = handler.serve(rmcp::transport::stdio()).await.map_err(|e| {
-                    CliError::usage(format!("{who}: the client did not initialize: {e}"))
-                })?;
-                let _ = running.waiting().await;
-                Ok(0)
-            })
-        }
+        None => rt.block_on(async move {
+            scanledger::mcp::serve_stdio(handler).await.map_err(|e| {
+                CliError::usage(format!("{who}: the client did not initialize: {e}"))
+            })?;
+            Ok(0)
+        }),
         Some(addr) => {
             if !addr.ip().is_loopback() && !serve.allow_remote {
                 return Err(CliError::usage(format!(

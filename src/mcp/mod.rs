@@ -23,6 +23,7 @@ use std::sync::Arc;
 use crate::store::StoreOptions;
 
 mod catalog;
+mod frame;
 mod handler;
 mod http;
 mod outcome;
@@ -32,6 +33,7 @@ mod scan;
 mod tools;
 
 pub use catalog::{Catalog, CATALOG_SOURCES_MAX};
+pub use frame::MESSAGE_BYTES_MAX;
 pub use http::{serve_http, HttpOptions};
 pub use outcome::{error_answer, outcome_of, scan_answer, ShownIds, TOTAL_LIKE_KEYS};
 pub use proxy::Proxy;
@@ -77,12 +79,27 @@ impl Server {
     /// # Errors
     /// When the session cannot start (the client does not initialize).
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        use rmcp::ServiceExt;
-        let running = self
-            .serve(rmcp::transport::stdio())
+        serve_stdio(self).await
+    }
+}
+
+/// Serves `handler` on this process's stdin and stdout until the client closes them; every
+/// request gets an answer, one over `MESSAGE_BYTES_MAX` an error naming the bound.
+///
+/// # Errors
+/// When the session cannot start (the client does not initialize).
+pub async fn serve_stdio<H: rmcp::ServerHandler>(handler: H) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt;
+    let (transport, pump) = frame::stdio();
+    let ended = async {
+        let running = handler
+            .serve(transport)
             .await
             .map_err(std::io::Error::other)?;
         running.waiting().await.map_err(std::io::Error::other)?;
         Ok(())
     }
+    .await;
+    pump.abort();
+    ended
 }
