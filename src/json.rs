@@ -17,6 +17,7 @@ use std::fmt;
 
 mod config;
 mod locate;
+mod value_de;
 
 pub use config::{closest, field_names, from_str, from_value, split_keys, ConfigError, Problem};
 

@@ -21,7 +21,11 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::value_de::ValueDe;
 use super::{parse, JsonError, Numbers};
+
+/// The error type under `from_value`: serde's words, which [`ConfigError`] classifies.
+type DeError = serde::de::value::Error;
 
 /// A contract or config that does not have its declared shape (boxed: an error is rare and
 /// a `Result` of it stays small).
@@ -219,7 +223,7 @@ impl ConfigError {
     }
 
     /// Classifies serde's error at `path` into the shared words.
-    fn from_serde(value: &Value, e: &serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
+    fn from_serde(value: &Value, e: &serde_path_to_error::Error<DeError>) -> ConfigError {
         let steps: Vec<Step> = e
             .path()
             .iter()
@@ -293,7 +297,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str, numbers: Numbers) -> Result<T, 
 /// # Errors
 /// As [`from_str`].
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(value).map_err(|e| ConfigError::from_serde(value, &e))
+    serde_path_to_error::deserialize(ValueDe::<DeError>::new(value))
+        .map_err(|e| ConfigError::from_serde(value, &e))
 }
 
 /// Splits a parsed object's keys between formats read separately (a source's own keys and
@@ -609,14 +614,22 @@ mod tests {
         // The classification reads serde's own messages; a serde that words them otherwise
         // fails here, not in a user's terminal.
         let v: Value = serde_json::json!({"source": "s", "limits": {"max_pagez": 1}});
-        let e = serde_path_to_error::deserialize::<_, Doc>(&v).unwrap_err();
+        let e =
+            serde_path_to_error::deserialize::<_, Doc>(ValueDe::<DeError>::new(&v)).unwrap_err();
         assert_eq!(
             e.inner().to_string(),
             "unknown field `max_pagez`, expected `max_pages` or `retries`"
         );
         let v: Value = serde_json::json!({});
-        let e = serde_path_to_error::deserialize::<_, Doc>(&v).unwrap_err();
+        let e =
+            serde_path_to_error::deserialize::<_, Doc>(ValueDe::<DeError>::new(&v)).unwrap_err();
         assert_eq!(e.inner().to_string(), "missing field `source`");
+        // A struct is an object, never an array read by position.
+        check(
+            "{\"source\": \"s\", \"limits\": [5, 1]}",
+            "key \"limits\": must be an object, not an array",
+            Some((1, 17)),
+        );
     }
 
     #[test]
