@@ -55,7 +55,9 @@ where
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
+    // Two workers: a scan's store work (its fsyncs) leaves the other to answer other calls.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))

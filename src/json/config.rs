@@ -111,21 +111,21 @@ impl ConfigError {
         e
     }
 
-    /// The same error under the object at the dotted path `parent` (a part of a file read
-    /// by itself: the mapping keys of a source config).
+    /// The same error under the object at the path of the keys `parent` (a part of a file
+    /// read by itself: one label of a mapping).
     #[must_use]
-    pub fn under(mut self, parent: &str) -> ConfigError {
+    pub fn under(mut self, parent: &[&str]) -> ConfigError {
         let d = &mut *self.0;
         let mut steps: Vec<Step> = parent
-            .split('.')
+            .iter()
             .filter(|k| !k.is_empty())
-            .map(|k| Step::Key(k.to_owned()))
+            .map(|k| Step::Key((*k).to_owned()))
             .collect();
         if steps.is_empty() {
             return self;
         }
         if let (Some(m), Problem::UnknownKey) = (&d.did_you_mean, &d.problem) {
-            d.did_you_mean = Some(format!("{parent}.{m}"));
+            d.did_you_mean = Some(format!("{}.{m}", render(&steps)));
         }
         steps.append(&mut d.steps);
         d.field = render(&steps);
@@ -211,8 +211,11 @@ impl ConfigError {
         steps.push(Step::Key(meant.to_owned()));
         Some(render(&steps))
     }
+}
 
-    fn from_json_error(e: JsonError) -> ConfigError {
+impl From<JsonError> for ConfigError {
+    /// Text that is not strict JSON, at its position.
+    fn from(e: JsonError) -> ConfigError {
         ConfigError(Box::new(Detail {
             position: Some((e.line, e.column)),
             field: String::new(),
@@ -221,7 +224,9 @@ impl ConfigError {
             steps: Vec::new(),
         }))
     }
+}
 
+impl ConfigError {
     /// Classifies serde's error at `path` into the shared words.
     fn from_serde(value: &Value, e: &serde_path_to_error::Error<DeError>) -> ConfigError {
         let steps: Vec<Step> = e
@@ -288,7 +293,7 @@ impl ConfigError {
 /// [`ConfigError`]: malformed or not strict JSON, an unknown or missing key, a value of the
 /// wrong type.
 pub fn from_str<T: DeserializeOwned>(text: &str, numbers: Numbers) -> Result<T, ConfigError> {
-    let value = parse(text, numbers).map_err(ConfigError::from_json_error)?;
+    let value = parse(text, numbers)?;
     from_value(&value).map_err(|e| e.placed(text))
 }
 
@@ -641,7 +646,7 @@ mod tests {
         assert_eq!(parts[1].len(), 1);
         let e = split_keys(&serde_json::json!({"xx": 1}), &[&["a"], &["xy"]]).unwrap_err();
         assert_eq!(e.to_string(), "unknown key \"xx\"; did you mean \"xy\"?");
-        let e = ConfigError::invalid("y", "bad").under("mapping");
+        let e = ConfigError::invalid("y", "bad").under(&["mapping"]);
         assert_eq!(e.field(), "mapping.y");
     }
 

@@ -453,3 +453,104 @@ fn an_agents_contract_source_never_rewrites_the_scope() -> TestResult {
     assert_eq!(inv["receipt"]["source"], "scratch", "{inv}");
     Ok(())
 }
+
+/// Issue 23, item 7: the server ran every call on one thread, and a scan held the store for
+/// its whole length, so a `get_receipt` from another caller waited until the scan ended (and
+/// every checkpoint's fsync stalled every other request). Simulated here: a client starts a
+/// 30-page scan that commits after every page, and asks for the receipt of an earlier run
+/// meanwhile: the receipt must come back while the scan is still running.
+#[test]
+fn a_read_is_answered_while_a_slow_scan_commits() -> TestResult {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir()?;
+    fixture(dir.path());
+    let mut long = String::new();
+    for i in 0..30u64 {
+        let cursor = if i == 0 {
+            Value::Null
+        } else {
+            json!(format!("rawcur_{i}"))
+        };
+        let next = if i == 29 {
+            Value::Null
+        } else {
+            json!(format!("rawcur_{}", i + 1))
+        };
+        long.push_str(
+            &json!({"cursor": cursor, "items": [i + 1], "next": next, "delay_ms": 100}).to_string(),
+        );
+        long.push('\n');
+    }
+    util::write(dir.path(), "long.jsonl", &long);
+    let sources = util::write(
+        dir.path(),
+        "sources.json",
+        &json!({"customers": "replay:pages.jsonl", "long": "replay:long.jsonl"}).to_string(),
+    );
+    let argv = server_argv(dir.path(), &sources);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let client = ().serve(TokioChildProcess::new(cmd)?).await?;
+        let call = |name: &str, args: Value| {
+            let mut p = CallToolRequestParams::new(name.to_owned());
+            p.arguments = args.as_object().cloned();
+            ClientRequest::CallToolRequest(CallToolRequest::new(p))
+        };
+        let first = client
+            .peer()
+            .call_tool({
+                let mut p = CallToolRequestParams::new("scan_collection");
+                p.arguments = json!({"source": "customers"}).as_object().cloned();
+                p
+            })
+            .await?;
+        assert_eq!(
+            first.structured_content.unwrap_or_default()["outcome"],
+            "inventory"
+        );
+        let scan = client
+            .peer()
+            .send_cancellable_request(
+                call("scan_collection", json!({"source": "long"})),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let mut scan = Box::pin(scan.await_response());
+        // The scan is under way once its first page is due (100 ms a page, 3 s in all).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let read = client
+            .peer()
+            .call_tool({
+                let mut p = CallToolRequestParams::new("get_receipt");
+                p.arguments = json!({"run_id": "run-1"}).as_object().cloned();
+                p
+            })
+            .await?;
+        let v = read.structured_content.unwrap_or_default();
+        assert_eq!(v["receipt"]["unique_ids_observed"], 5, "{v}");
+        // The read came back and the scan has not: it is still committing its pages.
+        let still_running = futures_util::FutureExt::now_or_never(scan.as_mut()).is_none();
+        assert!(
+            still_running,
+            "the read was answered only after the scan ended"
+        );
+        let done = scan.await?;
+        let rmcp::model::ServerResult::CallToolResult(done) = done else {
+            panic!("not a tool result: {done:?}")
+        };
+        assert_eq!(
+            done.structured_content.unwrap_or_default()["unique_ids"],
+            30
+        );
+        client.cancel().await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
+}
