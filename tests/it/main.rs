@@ -1,6 +1,8 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
 mod cli_errors;
+#[cfg(feature = "mcp")]
+mod cli_mcp;
 mod cli_surface;
 mod cli_terminal;
 mod compat;

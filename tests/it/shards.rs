@@ -199,7 +199,8 @@ fn a_missing_shard_is_unknown_and_never_verified() {
     }
     assert_eq!(stored["shards"][1]["unique_ids_observed"], 0);
     let (code, v, err) = verify(&env, &out, "m.json", &stored);
-    assert_eq!(code, 0, "{err}\n{v}");
+    // It matches its store, and exits with its status: a matching unknown receipt is no pass.
+    assert_eq!((code, &v["matches"]), (3, &json!(true)), "{err}\n{v}");
     // The Python verifier accepts it: the list's shape and cover are checked, its values are
     // not compared for a run that is not verified.
     let ids = env.path().join("m.txt");
@@ -243,7 +244,7 @@ fn a_shard_run_twice_is_failed() {
     assert_eq!(stored["shards"][0]["finding"], "merged");
     assert_eq!(stored["shards"][1]["finding"], "conflict");
     assert!(stored["shards"][1]["run_id"].is_null());
-    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
+    assert_eq!(verify(&env, &out, "m.json", &stored).1["matches"], true);
     // The same shard scanned again into its own store is not a second attempt: the store's
     // finished attempt is shown, and the merge is exact.
     let (code, r) = scan_shard(&plan_path, 1, &stores[1], &[]);
@@ -322,7 +323,7 @@ fn an_id_outside_its_shards_range_is_failed() {
     assert_eq!(e["unique_ids_observed"], r["unique_ids_observed"]);
     assert_eq!(e["coverage_status"], "failed");
     assert_eq!(e["merkle_root"], r["merkle_root"]);
-    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
+    assert_eq!(verify(&env, &out, "m.json", &stored).1["matches"], true);
 }
 
 #[test]
@@ -485,7 +486,11 @@ fn a_shard_killed_and_scanned_again_continues_its_own_run() {
     assert_eq!(e["store"], "a.redb");
     assert_eq!(e["coverage_status"], "unknown");
     assert_eq!(stored["shards"][1]["finding"], "merged");
-    assert_eq!(verify(&env, &m1, "m1.json", &stored).0, 0);
+    assert_eq!(
+        verify(&env, &m1, "m1.json", &stored).0,
+        3,
+        "matches, unknown"
+    );
     // Scanned again, the shard continues run-1 of its store; the merge is exact.
     let (code, r) = scan_shard(&plan_path, 0, &a, &["--source", "sim:records=60000"]);
     assert_eq!(code, 0, "{r}");
