@@ -33,6 +33,8 @@ mod scenarios;
 mod shards;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
+#[cfg(feature = "postgres")]
+mod sqlcore;
 mod stdout;
 mod store_files;
 mod util;
