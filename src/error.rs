@@ -8,54 +8,8 @@
 
 use std::path::PathBuf;
 
-/// A contract that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ContractError {
-    /// The text is not JSON.
-    #[error("malformed JSON at line {line}, column {column}: {message}")]
-    Json {
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's words.
-        message: String,
-    },
-    /// The top level is not an object.
-    #[error("a contract must be a JSON object")]
-    NotAnObject,
-    /// A key the contract format does not have.
-    #[error("unknown key {key:?}{}", did_you_mean.as_ref().map(|k| format!("; did you mean {k:?}?")).unwrap_or_default())]
-    UnknownKey {
-        /// The key, dotted for nested ones.
-        key: String,
-        /// The known key closest in spelling, when one is close (dotted for nested ones).
-        did_you_mean: Option<String>,
-    },
-    /// A required key is absent.
-    #[error("missing required key {key:?}")]
-    Missing {
-        /// The key.
-        key: &'static str,
-    },
-    /// A key has a value it cannot have.
-    #[error("key {key:?}: {problem}")]
-    Invalid {
-        /// The key, dotted for nested ones.
-        key: String,
-        /// What is wrong.
-        problem: String,
-    },
-    /// The contract text is over `CONTRACT_BYTES_MAX`.
-    #[error("contract is {len_bytes} bytes, more than the bound of {max_bytes}")]
-    TooLarge {
-        /// Its size.
-        len_bytes: usize,
-        /// The bound.
-        max_bytes: usize,
-    },
-}
+// Re-exported where it was defined before (`shard::plan` names it here).
+pub use crate::contract::ContractError;
 
 /// An input file that could not be read within its bound (`io_bound`): contracts, replay
 /// files, receipts given to `verify`.
@@ -172,6 +126,15 @@ pub enum SourceError {
         path: PathBuf,
         /// What is wrong, naming the key.
         problem: String,
+    },
+    /// A source configuration file that does not have its declared shape (`json::from_str`):
+    /// placed at the key's line and column, worded as every config file's errors are.
+    #[error("{}: {error}", position(path, error.position().map_or(0, |p| p.0), error.position().map(|p| p.1)))]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, where, and the key or value meant.
+        error: crate::json::ConfigError,
     },
     /// A source failed in its own way (a driver, a protocol, a custom `PageSource`); the cause
     /// is the source's own error. `what` says what was being done, never with a secret.

@@ -94,8 +94,8 @@ pub use token::TokenError;
 
 pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, now_ms, reread_contents, resume, resume_with, scan, scan_with, IncompleteRead,
-    Inventory, MemoryLog, Reread, RunLog, ScanResult,
+    collect, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan, scan_with,
+    IncompleteRead, Inventory, MemoryLog, Reread, RunLog, ScanResult,
 };
 pub use contract::{
     Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode, Page, RawId,
@@ -111,6 +111,16 @@ pub use evidence::{
     differing_content_leaves, int_accumulators, page_of_run, verify, verify_receipt, ContentDiff,
     Diff, DiffError, FoundIn, Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff,
     RunPage,
+};
+// The answers: one typed report per question, for every face (docs/REFERENCE.md §8).
+pub use evidence::{
+    compare as compare_runs, diff_content, diff_report, gaps_of, missing_report, page_report,
+    parse_given, run_names, run_side, runs_report, shell_word, verify_migration, verify_report,
+    Compared, ContentReport, DiffReport, EmitError, ExcludeError, Gaps, GivenId, IdTextError,
+    MigrationError, MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport,
+    RangeError, RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow,
+    RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which,
+    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::read_text as read_bounded;

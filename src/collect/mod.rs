@@ -25,7 +25,7 @@ use crate::store::{LoadedRun, Raise, RunWriter, Store};
 mod fetch;
 mod reread;
 
-pub use reread::{reread_contents, Reread};
+pub use reread::{reread_contents, reread_key_ranges, Reread};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

@@ -31,6 +31,7 @@ mod report;
 mod resume;
 mod scenarios;
 mod shards;
+mod shards_checks;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
 #[cfg(feature = "postgres")]
