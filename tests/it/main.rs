@@ -36,6 +36,8 @@ mod shards;
 mod shards_checks;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
+#[cfg(feature = "postgres")]
+mod sqlcore;
 mod stdout;
 mod store_files;
 mod util;
