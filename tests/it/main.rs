@@ -35,4 +35,5 @@ mod shards;
 mod shards_postgres;
 mod stdout;
 mod store_files;
+mod structure;
 mod util;
