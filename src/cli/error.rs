@@ -237,11 +237,6 @@ impl From<Error> for CliError {
             Error::Open(o) => o.into(),
             Error::Read(r) => r.into(),
             Error::Write(w) => w.into(),
-            Error::Diff(scanledger::DiffError::Read(r)) => r.into(),
-            Error::Diff(_) => CliError {
-                kind: "not_comparable",
-                ..base
-            },
             Error::Io { path, source } => CliError::io("read or write", &path, &source),
             Error::File(f) => CliError::file(f, "read"),
             _ => CliError {
@@ -444,7 +439,14 @@ impl From<WriteError> for CliError {
 
 impl From<scanledger::DiffError> for CliError {
     fn from(e: scanledger::DiffError) -> CliError {
-        CliError::from(Error::Diff(e))
+        match e {
+            scanledger::DiffError::Read(r) => r.into(),
+            // Two runs of another source, tenant or codec: bad input (exit 2).
+            e => CliError {
+                kind: "not_comparable",
+                ..CliError::usage(said_once(&e))
+            },
+        }
     }
 }
 

@@ -12,9 +12,9 @@
 use serde_json::Value;
 
 use crate::contract::Page;
-use crate::error::SourceError;
 use crate::reconcile::Request;
 
+mod error;
 #[cfg(feature = "http")]
 mod http;
 pub mod mapping;
@@ -29,6 +29,14 @@ pub(crate) mod sim;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) mod sql;
 
+#[cfg(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "http",
+    feature = "mcp"
+))]
+pub(crate) use error::config_error;
+pub use error::SourceError;
 #[cfg(feature = "http")]
 pub use http::HttpSource;
 #[cfg(feature = "mcp")]

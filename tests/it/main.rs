@@ -40,4 +40,5 @@ mod shards_postgres;
 mod sqlcore;
 mod stdout;
 mod store_files;
+mod structure;
 mod util;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::FileError;
+use crate::io_bound::FileError;
 use crate::evidence::ids::{parse_given, GivenId, IdTextError};
 use crate::evidence::lists::RunAt;
 use crate::idset::IdSet;

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::contract::{CONTRACT_BYTES_MAX, PAGE_SIZE_BYTES_MAX};
-use crate::error::SourceError;
 use crate::json::{self, ConfigError, Numbers};
 use crate::source::mapping::{self, Mapping, Preset};
+use crate::source::SourceError;
 
 /// Bytes of the config file.
 const CONFIG_BYTES_MAX: u64 = CONTRACT_BYTES_MAX as u64;

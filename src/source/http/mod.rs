@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use super::mapping::{chain_text, Call};
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{EndSignal, Page};
-use crate::error::SourceError;
+use crate::source::SourceError;
 
 mod config;
 mod status;

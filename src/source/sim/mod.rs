@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{Item, KeyRange, Page, RawId};
-use crate::error::SourceError;
 use crate::reconcile::Request;
+use crate::source::SourceError;
 
 /// Records one simulated collection may hold.
 pub(crate) const SIM_RECORDS_MAX: u64 = 1 << 36;
