@@ -22,7 +22,6 @@ mod docs;
 mod error;
 mod evidence;
 mod lists;
-mod locate;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod migration;

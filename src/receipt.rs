@@ -216,7 +216,7 @@ pub enum ReceiptError {
     },
     /// A key with a value of the wrong shape, or a key the format does not have.
     #[error("not a receipt: {0}")]
-    Shape(#[source] serde_json::Error),
+    Shape(#[source] crate::json::ConfigError),
     /// A merged run's keys (`RECEIPT_MERGED_KEYS`) not as the format has them: one without
     /// the other, null, or a shard list that is not a plan's.
     #[error("not a receipt: key {key:?}: {problem}")]
@@ -305,7 +305,10 @@ impl Receipt {
                 _ => {}
             }
         }
-        let r: Receipt = serde_json::from_value(v).map_err(ReceiptError::Shape)?;
+        // The strict config layer: a struct is an object (never an array read by position),
+        // and the error names the field, its line and column, and the key meant.
+        let r: Receipt =
+            crate::json::from_value(&v).map_err(|e| ReceiptError::Shape(e.placed(text)))?;
         if let Some(list) = &r.shards {
             check_shape(list).map_err(merged_problem)?;
         }

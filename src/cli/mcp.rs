@@ -55,7 +55,9 @@ where
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
+    // Two workers: a scan's store work (its fsyncs) leaves the other to answer other calls.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
@@ -72,16 +74,12 @@ where
     H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
     match serve.http {
-        None => {
-            use rmcp::ServiceExt;
-            rt.block_on(async move {
-                let running = handler.serve(rmcp::transport::stdio()).await.map_err(|e| {
-                    CliError::usage(format!("{who}: the client did not initialize: {e}"))
-                })?;
-                let _ = running.waiting().await;
-                Ok(0)
-            })
-        }
+        None => rt.block_on(async move {
+            scanledger::mcp::serve_stdio(handler).await.map_err(|e| {
+                CliError::usage(format!("{who}: the client did not initialize: {e}"))
+            })?;
+            Ok(0)
+        }),
         Some(addr) => {
             if !addr.ip().is_loopback() && !serve.allow_remote {
                 return Err(CliError::usage(format!(

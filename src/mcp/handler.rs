@@ -2,8 +2,9 @@
 //! and the strict reading of tool arguments (unknown keys refused with the key meant).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -64,6 +65,23 @@ impl ServerHandler for Server {
             Err(message) => CallToolResult::structured_error(error_answer(&message)),
         }
         .into())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(super::frame::oversized_error(&request).unwrap_or_else(|| {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "method {:?} not found",
+                    crate::receipt::terminal_safe(&request.method)
+                ),
+                None,
+            )
+        }))
     }
 }
 

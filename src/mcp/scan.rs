@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::handler::Args;
 use super::outcome::{resumable, scan_answer, ShownIds};
-use super::Server;
+use super::{blocking, Server};
 use crate::collect::{now_ms, resume_with, scan_with, RunLog, ScanResult};
 use crate::contract::{Contract, ITEMS_PER_PAGE_MAX, PAGES_PER_RUN_MAX};
 use crate::error::Error;
@@ -42,7 +42,7 @@ impl<L: RunLog> RunLog for Reporting<L> {
         self.inner.run()
     }
     fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
-        self.inner.checkpoint(rec, delta)?;
+        blocking(|| self.inner.checkpoint(rec, delta))?;
         self.progress
             .send_replace((rec.progress().pages_observed, rec.ids().len()));
         Ok(())
@@ -51,11 +51,12 @@ impl<L: RunLog> RunLog for Reporting<L> {
         self.inner.set_server_count(n);
     }
     fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
-        self.inner.finish(rec, at)
+        blocking(|| self.inner.finish(rec, at))
     }
     fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
+        let inner = self.inner;
         Ok(Reporting {
-            inner: self.inner.restart(rec, contract, at)?,
+            inner: blocking(|| inner.restart(rec, contract, at))?,
             progress: self.progress,
             cancelled: self.cancelled,
         })
@@ -120,9 +121,25 @@ pub(crate) async fn scan_collection(
             return Err("argument \"contract\" must be an object (a scanledger contract)".into())
         }
     };
-    contract_obj
-        .entry("source")
-        .or_insert_with(|| Value::from(name));
+    // The declared name is the scope: a contract naming another source would record this
+    // source's IDs as another collection's inventory.
+    match contract_obj.get("source") {
+        None | Some(Value::Null) => {
+            contract_obj.insert("source".into(), Value::from(name));
+        }
+        Some(Value::String(s)) if s == name => {}
+        Some(other) => {
+            let shown = other.as_str().map_or_else(
+                || crate::source::mapping::pointer::type_name(other).to_owned(),
+                |s| format!("{:?}", crate::receipt::terminal_safe(s)),
+            );
+            return Err(format!(
+                "contract.source is {shown}, but the source scanned is {:?}: the declared name is the run's scope; leave contract.source out (or give {:?})",
+                crate::receipt::terminal_safe(name),
+                crate::receipt::terminal_safe(name)
+            ));
+        }
+    }
     let contract = Contract::from_json(&Value::Object(contract_obj).to_string())
         .map_err(|e| format!("contract: {e}"))?;
     let ids_max = args
@@ -130,12 +147,12 @@ pub(crate) async fn scan_collection(
         .unwrap_or(IDS_SHOWN_DEFAULT);
     let mut source = AnySource::open_for(spec, &contract).map_err(|e| chain(&e))?;
     source.prepare().await.map_err(|e| chain(&e))?;
-    let _held = server.shared.store_lock.lock().await;
+    let _held = server.shared.writer_lock.lock().await;
     let mut store = open_store(server)?;
     store.record_source(&source.recorded_spec(spec));
     let started = now_ms();
     let mut rec = Reconciler::new(&contract);
-    let (writer, interner) = store.begin(&contract, started).map_err(|e| chain(&e))?;
+    let (writer, interner) = blocking(|| store.begin(&contract, started)).map_err(|e| chain(&e))?;
     if let Some(interner) = interner {
         rec.set_interner(interner);
     }
@@ -180,12 +197,9 @@ pub(crate) async fn resume_scan(
     let ids_max = args
         .u64_in("ids_max", u64::from(ITEMS_PER_PAGE_MAX))?
         .unwrap_or(IDS_SHOWN_DEFAULT);
-    let _held = server.shared.store_lock.lock().await;
+    let _held = server.shared.writer_lock.lock().await;
     let mut store = open_store(server)?;
-    let header = store
-        .read()
-        .and_then(|s| s.header(run))
-        .map_err(|e| chain(&e))?;
+    let header = blocking(|| store.read().and_then(|s| s.header(run))).map_err(|e| chain(&e))?;
     // Only a run of a declared source: the recorded spec must be one the operator named.
     let spec = header.source_spec.clone().unwrap_or_default();
     if server.shared.options.catalog.name_of(&spec).is_none() {
@@ -196,7 +210,7 @@ pub(crate) async fn resume_scan(
     let mut source = AnySource::open_for(&spec, &header.contract).map_err(|e| chain(&e))?;
     source.prepare().await.map_err(|e| chain(&e))?;
     store.record_source(&source.recorded_spec(&spec));
-    let (writer, loaded) = store.resume(run, &raise).map_err(|e| chain(&e))?;
+    let (writer, loaded) = blocking(|| store.resume(run, &raise)).map_err(|e| chain(&e))?;
     let (tx, rx) = watch::channel((0, 0));
     let expected = loaded.contract.expected_count;
     let log = Reporting {
@@ -223,17 +237,19 @@ fn answer(
     let receipt = done.receipt();
     let status = receipt.coverage_status;
     let ids = if status == Status::Verified {
-        let snap = store.read().map_err(|e| chain(&e))?;
         let size = u32::try_from(ids_max).unwrap_or(ITEMS_PER_PAGE_MAX);
-        let page = page_of_run(
-            &snap,
-            done.meta.run_id,
-            None,
-            size,
-            TOKEN_TTL_SECONDS_DEFAULT,
-            now_ms(),
-        )
-        .map_err(|e| chain(&e))?;
+        let page = blocking(|| {
+            let snap = store.read().map_err(|e| chain(&e))?;
+            page_of_run(
+                &snap,
+                done.meta.run_id,
+                None,
+                size,
+                TOKEN_TTL_SECONDS_DEFAULT,
+                now_ms(),
+            )
+            .map_err(|e| chain(&e))
+        })?;
         Some(ShownIds {
             ids: page.ids,
             next_token: page.next_token,
@@ -256,7 +272,7 @@ fn answer(
 
 pub(crate) fn open_store(server: &Server) -> Result<Store, String> {
     let o = &server.shared.options;
-    Store::open(&o.store, o.store_options).map_err(|e| chain(&e))
+    blocking(|| Store::open(&o.store, o.store_options)).map_err(|e| chain(&e))
 }
 
 /// An error and its causes, `: `-separated.

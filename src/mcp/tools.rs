@@ -67,7 +67,7 @@ pub(crate) fn catalogue<'a>(sources: impl Iterator<Item = &'a str>) -> Vec<Tool>
             json!({"type": "object", "additionalProperties": false, "required": ["source"],
                 "properties": {
                     "source": {"type": "string", "enum": names, "description": "A source the operator declared (by name only)."},
-                    "contract": {"type": "object", "description": "A scanledger contract: query, tenant, snapshot_id, expected_count, page_size, limits, end_signal, id_codec, mode, policies. Its \"source\" defaults to the source's name."},
+                    "contract": {"type": "object", "description": "A scanledger contract: query, tenant, snapshot_id, expected_count, page_size, limits, end_signal, id_codec, mode, policies. The declared name is the run's scope: \"source\" may be left out, and any other name is refused."},
                     "ids_max": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "At most this many IDs in the answer (default 1000); page_run serves the rest."}
                 }}), false),
         tool(RESUME, "Continue a run that stopped early (a budget, an interruption, a failed page) from its stored cursor, \

@@ -33,8 +33,12 @@ mod report;
 mod resume;
 mod scenarios;
 mod shards;
+mod shards_checks;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
+#[cfg(feature = "postgres")]
+mod sqlcore;
 mod stdout;
 mod store_files;
+mod structure;
 mod util;

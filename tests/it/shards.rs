@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::util::{self, Env};
 
 /// `scanledger --json ARGS`; (exit code, stdout JSON or Null, stderr).
-fn sl_json(args: &[&str]) -> (i32, Value, String) {
+pub(crate) fn sl_json(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let (code, out, err) = util::run(&all);
@@ -31,12 +31,19 @@ fn sl_json(args: &[&str]) -> (i32, Value, String) {
     (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
 }
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
 /// Plans `n` shards of `contract` over `source` into `dir`; returns the plan's path.
-fn plan(env: &Env, dir: &str, contract: &Value, source: &str, n: u32, extra: &[&str]) -> PathBuf {
+pub(crate) fn plan(
+    env: &Env,
+    dir: &str,
+    contract: &Value,
+    source: &str,
+    n: u32,
+    extra: &[&str],
+) -> PathBuf {
     let c = env.write(&format!("{dir}.contract.json"), &contract.to_string());
     let out = env.path().join(dir);
     let n = n.to_string();
@@ -63,7 +70,7 @@ fn plan(env: &Env, dir: &str, contract: &Value, source: &str, n: u32, extra: &[&
 }
 
 /// Scans shard `k` of `plan` into `store`; (exit code, receipt).
-fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value) {
+pub(crate) fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value) {
     let k = k.to_string();
     let (p, st) = (s(plan), s(store));
     let mut args = vec!["--store", &st, "scan", "--plan", &p, "--shard", &k];
@@ -74,7 +81,7 @@ fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value)
 }
 
 /// Merges `stores` under `plan` into `out`; (exit code, the merge's JSON).
-fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
+pub(crate) fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
     let (p, o) = (s(plan), s(out));
     let names: Vec<String> = stores.iter().map(|p| s(p)).collect();
     let mut args = vec!["merge", "--plan", &p, "--out", &o];
@@ -82,7 +89,7 @@ fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
     sl_json(&args)
 }
 
-fn kinds(receipt: &Value) -> Vec<String> {
+pub(crate) fn kinds(receipt: &Value) -> Vec<String> {
     receipt["violations"]
         .as_array()
         .unwrap()
@@ -93,7 +100,7 @@ fn kinds(receipt: &Value) -> Vec<String> {
 
 /// The fields a merged receipt shares with the single scan of the same collection.
 #[track_caller]
-fn same_collection(merged: &Value, single: &Value) {
+pub(crate) fn same_collection(merged: &Value, single: &Value) {
     for key in [
         "merkle_root",
         "partitions",

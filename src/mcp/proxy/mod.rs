@@ -238,6 +238,21 @@ impl ServerHandler for Proxy {
         };
         Ok(answer.into())
     }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        match super::frame::oversized_error(&request) {
+            Some(e) => Err(e),
+            None => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "method not found",
+                None,
+            )),
+        }
+    }
 }
 
 /// One call of a paginated tool, followed to the end.

@@ -25,6 +25,7 @@ use crate::util;
 
 mod client;
 mod conformance;
+mod oversized;
 mod proxy;
 mod rmcp_peer;
 mod server;
