@@ -16,6 +16,15 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// Runs drive.py with `script` against `target` (`["stdio", "--", PROGRAM, ARGS...]` or
 /// `["http", URL]`); returns its JSON lines.
 pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
+    drive_with_stderr(dir, script, target).0
+}
+
+/// [`drive`], with what drive.py and the server it started wrote to stderr.
+pub(crate) fn drive_with_stderr(
+    dir: &Path,
+    script: &Value,
+    target: &[&str],
+) -> (Vec<Value>, String) {
     let sc = util::write(dir, "script.json", &script.to_string());
     let mut args = vec![
         peers().join("drive.py").to_string_lossy().into_owned(),
@@ -36,10 +45,11 @@ pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
         !stderr.contains("canary"),
         "a secret on the server's stderr:\n{stderr}"
     );
-    stdout
+    let lines = stdout
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+        .collect();
+    (lines, stderr.into_owned())
 }
 
 /// A store directory with two declared sources: `customers` (5 IDs in 2 pages) and `slow`
