@@ -23,7 +23,6 @@ mod docs;
 mod error;
 mod evidence;
 mod lists;
-mod locate;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod migration;
@@ -644,13 +643,9 @@ pub(crate) fn status_exit(s: Status) -> i32 {
     }
 }
 
-/// The exit code of the run a receipt describes: its status's, except that a `count`-mode
-/// run that got its total (the question it asked) and found nothing wrong is answered (0),
-/// whatever its ID coverage.
+/// The exit code of the run a receipt describes: its status's, in every mode (a `count`-mode
+/// run answered by the source's own count is `unknown`: its total was never traversed).
 pub(crate) fn receipt_exit(r: &Receipt) -> i32 {
-    if r.count_total.is_some() && r.coverage_status != Status::Failed {
-        return 0;
-    }
     status_exit(r.coverage_status)
 }
 

@@ -16,9 +16,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
-
-use crate::error::FileError;
+use std::path::{Path, PathBuf};
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> FileError + '_ {
     move |source| FileError::Io {
@@ -148,5 +146,77 @@ mod tests {
             open_regular(dir.path(), 4, "test"),
             Err(FileError::Directory { .. })
         ));
+    }
+}
+
+/// An input file that could not be read within its bound (`io_bound`): contracts, replay
+/// files, receipts given to `verify`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file holds more than the bound; found while reading, whatever its stated size.
+    #[error("{path} is larger than {max_bytes} bytes")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound.
+        max_bytes: u64,
+    },
+    /// A directory where a file is expected.
+    #[error("{path} is a directory, not a file")]
+    Directory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Not a regular file where one is needed (a replay file is read by offsets, so a pipe
+    /// or a device cannot serve it).
+    #[error("{path} is not a regular file; {why}")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// Why a regular file is needed.
+        why: &'static str,
+    },
+    /// The bytes are not UTF-8 text.
+    #[error("{path} is not UTF-8 text")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file changed while it was being read by offsets.
+    #[error(
+        "{path} changed while it was being read ({was_bytes} bytes when opened, {now_bytes} now)"
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// Its size when opened.
+        was_bytes: u64,
+        /// Its size now.
+        now_bytes: u64,
+    },
+    /// Opening or reading failed.
+    #[error("cannot read {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FileError {
+    /// The file at fault.
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            FileError::TooLarge { path, .. }
+            | FileError::Directory { path }
+            | FileError::NotRegular { path, .. }
+            | FileError::NotUtf8 { path }
+            | FileError::Changed { path, .. }
+            | FileError::Io { path, .. } => path,
+        }
     }
 }

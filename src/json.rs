@@ -8,8 +8,18 @@
 //! an exponent, a larger integer) is an error too, so a value that reaches a digest is exact.
 //! Nesting is bounded by [`JSON_DEPTH_MAX`]. Pure: no IO; the caller bounds the text's size
 //! before parsing.
+//!
+//! Contracts and config files are read into serde-derived types on top of these rules
+//! ([`from_str`]): unknown keys refused, and every error placed and worded alike
+//! ([`ConfigError`]: line, column, field path, the key or value meant).
 
 use std::fmt;
+
+mod config;
+mod locate;
+mod value_de;
+
+pub use config::{closest, field_names, from_str, from_value, split_keys, ConfigError, Problem};
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};

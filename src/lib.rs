@@ -94,30 +94,39 @@ pub use token::TokenError;
 
 pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, now_ms, reread_contents, resume, resume_with, scan, scan_with, IncompleteRead,
-    Inventory, MemoryLog, Reread, RunLog, ScanResult,
+    collect, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan, scan_with,
+    Error, IncompleteRead, Inventory, MemoryLog, Reread, Result, RunLog, ScanResult,
 };
 pub use contract::{
-    Contract, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode, Page, RawId,
-    Scope, ShardRef, SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX, DEADLINE_SECONDS_MAX,
-    FETCH_ATTEMPTS_MAX, ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX, LABELS_PER_RUN_MAX,
-    LABEL_LEN_MAX, PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT,
+    Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
+    Page, RawId, Scope, ShardRef, SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX,
+    DEADLINE_SECONDS_MAX, FETCH_ATTEMPTS_MAX, ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX,
+    LABELS_PER_RUN_MAX, LABEL_LEN_MAX, PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT,
     PAGE_TIMEOUT_MS_DEFAULT, PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT,
     SHARDS_MAX, VIOLATIONS_KEPT_MAX,
 };
-pub use error::{ContractError, Error, FileError, Result, SourceError};
 pub use evidence::{
     changed_ids, comparable_across, comparable_of, content_diff, diff, diff_across, diff_runs,
     differing_content_leaves, int_accumulators, page_of_run, verify, verify_receipt, ContentDiff,
     Diff, DiffError, FoundIn, Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff,
     RunPage,
 };
+// The answers: one typed report per question, for every face (docs/REFERENCE.md §8).
+pub use evidence::{
+    compare as compare_runs, diff_content, diff_report, gaps_of, missing_report, page_report,
+    parse_given, run_names, run_side, runs_report, shell_word, verify_migration, verify_report,
+    Compared, ContentReport, DiffReport, EmitError, ExcludeError, Gaps, GivenId, IdTextError,
+    MigrationError, MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport,
+    RangeError, RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow,
+    RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which,
+    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+};
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
-pub use io_bound::read_text as read_bounded;
+pub use io_bound::{read_text as read_bounded, FileError};
 pub use receipt::{
-    merkle_root_of, range_evidence, rfc3339, terminal_safe, LabelSummary, MergedFrom, Ranges,
-    Receipt, ReceiptError, RunId, RunMeta, ShardEntry, ShardFinding, ShardRange, RANGES_SHOWN_MAX,
-    RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
+    merkle_root_of, range_evidence, range_words, rfc3339, terminal_safe, Emphasis, LabelSummary,
+    MergedFrom, Ranges, Receipt, ReceiptError, RunId, RunMeta, ShardEntry, ShardFinding,
+    ShardRange, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
 };
 pub use reconcile::{
     ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler,
@@ -134,7 +143,7 @@ pub use source::HttpSource;
 pub use source::PostgresSource;
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
-    KEY_RANGES_MAX, PROVENANCE_MARK,
+    SourceError, KEY_RANGES_MAX, PROVENANCE_MARK,
 };
 #[cfg(feature = "mcp")]
 pub use source::{McpConfig, McpList, McpSource};

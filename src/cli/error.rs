@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use scanledger::json::{ConfigError, Problem};
 use scanledger::{
     terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
 };
@@ -236,11 +237,6 @@ impl From<Error> for CliError {
             Error::Open(o) => o.into(),
             Error::Read(r) => r.into(),
             Error::Write(w) => w.into(),
-            Error::Diff(scanledger::DiffError::Read(r)) => r.into(),
-            Error::Diff(_) => CliError {
-                kind: "not_comparable",
-                ..base
-            },
             Error::Io { path, source } => CliError::io("read or write", &path, &source),
             Error::File(f) => CliError::file(f, "read"),
             _ => CliError {
@@ -278,6 +274,15 @@ fn source_error(s: SourceError, base: CliError) -> CliError {
             hint: Some("see the sources in docs/REFERENCE.md".to_owned()),
             ..base
         },
+        SourceError::ConfigFile { path, error } => {
+            let mut err = CliError {
+                kind: "source",
+                file: Some(path),
+                ..base
+            };
+            place_config_error(&mut err, &error);
+            err
+        }
         SourceError::Config { path, .. } => CliError {
             kind: "source",
             file: Some(path),
@@ -298,39 +303,27 @@ pub(crate) fn contract_error(path: &Path, e: &ContractError, text: Option<&str>)
         file: Some(path.to_owned()),
         ..CliError::usage(e.to_string())
     };
-    match e {
-        ContractError::Json {
-            line,
-            column,
-            message,
-            ..
-        } => {
-            err.message = format!("malformed JSON: {message}");
-            err.line = Some(*line);
-            err.column = Some(*column);
-        }
-        ContractError::UnknownKey {
-            key, did_you_mean, ..
-        } => {
-            err.field = Some(key.clone());
-            err.message = format!("unknown key {key:?}");
-            if let Some(k) = did_you_mean {
-                err.hint = Some(format!("did you mean {k:?}?"));
-            } else {
-                err.hint = Some("docs/REFERENCE.md lists the contract's keys".to_owned());
-            }
-        }
-        ContractError::Invalid { key, .. } => err.field = Some(key.clone()),
-        ContractError::Missing { key } => err.field = Some((*key).to_owned()),
-        _ => {}
-    }
-    if let (Some(field), Some(text), None) = (&err.field, text, err.line) {
-        if let Some((line, column)) = super::locate::locate_key(text, field) {
-            err.line = Some(line);
-            err.column = Some(column);
+    if let ContractError::Config(c) = e {
+        let c = match text {
+            Some(t) => c.clone().placed(t),
+            None => c.clone(),
+        };
+        place_config_error(&mut err, &c);
+        if matches!(c.problem(), Problem::UnknownKey) && err.hint.is_none() {
+            err.hint = Some("docs/REFERENCE.md lists the contract's keys".to_owned());
         }
     }
     err
+}
+
+/// The place, field and the word meant of a config error (the strict config layer's, alike
+/// for every format): the message without the word meant, which becomes the hint.
+fn place_config_error(err: &mut CliError, c: &ConfigError) {
+    err.message = c.message_alone();
+    err.field = (!c.field().is_empty()).then(|| c.field().to_owned());
+    err.line = c.position().map(|p| p.0);
+    err.column = c.position().map(|p| p.1);
+    err.hint = c.did_you_mean().map(|m| format!("did you mean {m:?}?"));
 }
 
 impl From<OpenError> for CliError {
@@ -446,7 +439,14 @@ impl From<WriteError> for CliError {
 
 impl From<scanledger::DiffError> for CliError {
     fn from(e: scanledger::DiffError) -> CliError {
-        CliError::from(Error::Diff(e))
+        match e {
+            scanledger::DiffError::Read(r) => r.into(),
+            // Two runs of another source, tenant or codec: bad input (exit 2).
+            e => CliError {
+                kind: "not_comparable",
+                ..CliError::usage(said_once(&e))
+            },
+        }
     }
 }
 

@@ -8,15 +8,13 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use super::lists::refuse_store_as_output;
 use super::output::count;
 use super::{open_read, status_exit, CliError, Out, RunArg};
 use scanledger::token::TOKEN_TTL_SECONDS_MAX;
 use scanledger::{
-    terminal_safe, IdCodecKind, IdSet, Mismatch, Receipt, Renderer, RunHeader, RunId, Snapshot,
-    Status, ITEMS_PER_PAGE_MAX,
+    terminal_safe, IdCodecKind, IdSet, Receipt, Renderer, RunHeader, RunId, Snapshot, Status,
+    VerifyReport, ITEMS_PER_PAGE_MAX,
 };
 
 /// A receipt file larger than this is refused before it is read (bytes). A receipt holds at
@@ -57,52 +55,59 @@ pub(crate) fn verify(out: &Out, file: &Path) -> Result<i32, CliError> {
         err
     })?;
     let store = open_read(out)?;
-    let mismatches = scanledger::verify_receipt(&store.read()?, &receipt)?;
-    let verified = mismatches.is_empty();
+    let report = scanledger::verify_report(&store.read()?, store_path, &receipt)?;
     if out.json {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            run_id: &'a str,
-            store: String,
-            verified: bool,
-            first_mismatch: Option<&'a Mismatch>,
-            mismatches: &'a [Mismatch],
-        }
-        let report = Report {
-            run_id: &receipt.run_id,
-            store: store_path.display().to_string(),
-            verified,
-            first_mismatch: mismatches.first(),
-            mismatches: &mismatches,
-        };
         out.json_value(&report)?;
-    } else if verified {
-        out.emit(&format!(
-            "{}: receipt verified against store {}: every field recomputes \
-             ({}, {} in {}, merkle root {}, chain {})",
-            terminal_safe(&receipt.run_id),
-            terminal_safe(&store_path.display().to_string()),
-            count(receipt.pages_observed, "page", "pages"),
-            count(receipt.unique_ids_observed, "unique ID", "unique IDs"),
-            count(receipt.partitions, "partition", "partitions"),
-            receipt.merkle_root,
-            receipt.cursor_chain_digest
-        ))?;
     } else {
-        // A mismatch names the receipt's own fields and values (a label name, a snapshot):
-        // the receipt is untrusted input, so each line is escaped.
-        let mut text = format!(
-            "{}: receipt REJECTED by store {}: {}",
-            shown_run(&receipt.run_id),
-            terminal_safe(&store_path.display().to_string()),
-            terminal_safe(&mismatches[0].to_string())
-        );
-        for m in &mismatches[1..] {
-            text.push_str(&format!("\n  also {}", terminal_safe(&m.to_string())));
-        }
-        out.emit(&text)?;
+        out.emit(&verify_text(&report, &receipt, store_path))?;
     }
-    Ok(if verified { 0 } else { EXIT_MISMATCH })
+    // A receipt that matches its store exits with its own status: it proves no more than that.
+    Ok(if report.matches {
+        status_exit(report.coverage_status)
+    } else {
+        EXIT_MISMATCH
+    })
+}
+
+/// The verify answer for people: a match says what the receipt proves (its status), a
+/// mismatch names the first field that differs, then the others.
+fn verify_text(report: &VerifyReport, receipt: &Receipt, store: &Path) -> String {
+    let store = terminal_safe(&store.display().to_string()).into_owned();
+    let figures = format!(
+        "{}, {} in {}, merkle root {}, chain {}",
+        count(receipt.pages_observed, "page", "pages"),
+        count(receipt.unique_ids_observed, "unique ID", "unique IDs"),
+        if receipt.id_codec == IdCodecKind::String {
+            count(receipt.partitions, "digest bucket", "digest buckets")
+        } else {
+            count(receipt.partitions, "partition", "partitions")
+        },
+        receipt.merkle_root,
+        receipt.cursor_chain_digest
+    );
+    let run = terminal_safe(&receipt.run_id);
+    if report.verified {
+        return format!(
+            "{run}: receipt verified against store {store}: every field recomputes ({figures})"
+        );
+    }
+    if report.matches {
+        return format!(
+            "{run}: the receipt matches store {store} (every field recomputes: {figures}), and its status is {}: it claims no complete inventory",
+            report.coverage_status.as_str()
+        );
+    }
+    // A mismatch names the receipt's own fields and values (a label name, a snapshot): the
+    // receipt is untrusted input, so each line is escaped.
+    let mut text = format!(
+        "{}: receipt REJECTED by store {store}: {}",
+        shown_run(&receipt.run_id),
+        terminal_safe(&report.mismatches[0].to_string())
+    );
+    for m in &report.mismatches[1..] {
+        text.push_str(&format!("\n  also {}", terminal_safe(&m.to_string())));
+    }
+    text
 }
 
 /// A run ID from an untrusted receipt, quoted and shortened unless it is of the form run-N.
@@ -341,7 +346,7 @@ pub(crate) fn page(
     let store = open_read(out)?;
     let snap = store.read()?;
     let run = run.resolve(&snap)?;
-    let page = scanledger::page_of_run(
+    let page = scanledger::page_report(
         &snap,
         run,
         token_text,
@@ -354,13 +359,7 @@ pub(crate) fn page(
         other => usage(format!("page {run}: {other}")).with_kind("page_token"),
     })?;
     let header_status = page.coverage_status;
-    let v = serde_json::json!({
-        "run_id": run.to_string(),
-        "coverage_status": header_status,
-        "ids": page.ids,
-        "next_token": page.next_token,
-    });
-    out.json_value(&v)?;
+    out.json_value(&page)?;
     // A page of a run that is not verified is never a page of an inventory.
     if header_status != Status::Verified {
         out.note(&format!(

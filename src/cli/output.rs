@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
-use scanledger::{RunState, Status};
+use scanledger::{EmitError, RunState, Status};
 use serde::Serialize;
 
 use super::{Cli, CliError, ColorWhen};
@@ -130,14 +130,106 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> CliError {
     .with_kind("stdout")
 }
 
-/// A word as a POSIX shell reads it back: quoted when it holds anything but plain characters.
-pub(crate) fn shell_word(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=+@%,".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+pub(crate) use scanledger::shell_word;
+
+/// A list of a report written item by item as it is found (`--all`, `--output`): the JSON key
+/// it stands for, and the walk that hands on each item.
+pub(crate) struct Streamed<'f> {
+    pub key: &'static str,
+    #[allow(clippy::type_complexity)] // A walk over a callback, as the library gives it.
+    pub walk:
+        Box<dyn Fn(&mut dyn FnMut(&str) -> std::io::Result<()>) -> Result<(), EmitError> + 'f>,
+}
+
+impl<'f> Streamed<'f> {
+    pub(crate) fn new(
+        key: &'static str,
+        walk: impl Fn(&mut dyn FnMut(&str) -> std::io::Result<()>) -> Result<(), EmitError> + 'f,
+    ) -> Streamed<'f> {
+        Streamed {
+            key,
+            walk: Box::new(walk),
+        }
     }
+}
+
+/// Writes `report` as JSON (pretty, or compact on one line) with the keys of `streamed`
+/// written item by item as their walks find them, so no list is ever whole in memory.
+pub(crate) fn write_json(
+    w: &mut dyn Write,
+    report: &impl Serialize,
+    streamed: &[Streamed<'_>],
+    compact: bool,
+) -> Result<(), EmitError> {
+    let encode = |e: serde_json::Error| EmitError::Io(std::io::Error::other(e));
+    let serde_json::Value::Object(map) = serde_json::to_value(report).map_err(encode)? else {
+        return Err(EmitError::Io(std::io::Error::other(
+            "a report is an object",
+        )));
+    };
+    let (open, sep, colon, close, indent) = if compact {
+        ("{", ",", ":", "}", "")
+    } else {
+        ("{\n", ",\n", ": ", "\n}", "  ")
+    };
+    w.write_all(open.as_bytes())?;
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            w.write_all(sep.as_bytes())?;
+        }
+        let k = serde_json::to_string(key).map_err(encode)?;
+        write!(w, "{indent}{k}{colon}")?;
+        let Some(s) = streamed.iter().find(|s| s.key == key) else {
+            let text = if compact {
+                serde_json::to_string(value)
+            } else {
+                serde_json::to_string_pretty(value).map(|t| t.replace('\n', "\n  "))
+            }
+            .map_err(encode)?;
+            w.write_all(text.as_bytes())?;
+            continue;
+        };
+        w.write_all(b"[")?;
+        let mut n = 0u64;
+        (s.walk)(&mut |item| {
+            let item = serde_json::to_string(item).map_err(std::io::Error::other)?;
+            let lead = match (n, compact) {
+                (0, true) => "",
+                (_, true) => ",",
+                (0, false) => "\n    ",
+                (_, false) => ",\n    ",
+            };
+            n += 1;
+            write!(w, "{lead}{item}")
+        })?;
+        if n > 0 && !compact {
+            w.write_all(b"\n  ")?;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(close.as_bytes())?;
+    Ok(())
+}
+
+/// Writes `text` and then every item of `walk` on the same line, `, `-separated and as people
+/// read ranges (a single ID alone, escaped), to stdout as they are found.
+pub(crate) fn emit_line(
+    out: &mut dyn Write,
+    head: &str,
+    walk: &Streamed<'_>,
+) -> Result<(), EmitError> {
+    out.write_all(head.as_bytes())?;
+    let mut first = true;
+    (walk.walk)(&mut |item| {
+        let sep = if first { "" } else { ", " };
+        first = false;
+        write!(
+            out,
+            "{sep}{}",
+            range_words(&scanledger::terminal_safe(item))
+        )
+    })?;
+    Ok(())
 }
 
 /// Applies `--color` to everything written through `anstream` (which reads `NO_COLOR` and
@@ -194,21 +286,7 @@ pub(crate) fn count(n: impl Into<u128>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A `"FIRST..LAST"` range as people read it: a single ID alone.
-pub(crate) fn range_words(range: &str) -> String {
-    let len = range.len();
-    if len >= 3 && len.is_multiple_of(2) {
-        let half = (len - 2) / 2;
-        if range.is_char_boundary(half)
-            && range.is_char_boundary(half + 2)
-            && &range[half..half + 2] == ".."
-            && range[..half] == range[half + 2..]
-        {
-            return range[..half].to_owned();
-        }
-    }
-    range.to_owned()
-}
+pub(crate) use scanledger::range_words;
 
 /// The style of a status: green, yellow, red.
 pub(crate) fn status_style(s: Status) -> Style {
@@ -221,11 +299,11 @@ pub(crate) fn status_style(s: Status) -> Style {
 }
 
 /// The style of a run state: interrupted stands out.
-pub(crate) fn state_style(s: RunState) -> Style {
+pub(crate) fn state_style(s: &str) -> Style {
     match s {
-        RunState::Running => AnsiColor::Cyan.on_default(),
-        RunState::Interrupted => AnsiColor::Yellow.on_default(),
-        RunState::Superseded => Style::new().dimmed(),
+        _ if s == RunState::Running.as_str() => AnsiColor::Cyan.on_default(),
+        _ if s == RunState::Interrupted.as_str() => AnsiColor::Yellow.on_default(),
+        _ if s == RunState::Superseded.as_str() => Style::new().dimmed(),
         _ => Style::new(),
     }
 }
@@ -323,16 +401,6 @@ fn pad(text: &str, width: usize, right: bool, last: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn single_ids_read_as_one_id() {
-        assert_eq!(range_words("250..250"), "250");
-        assert_eq!(range_words("250..251"), "250..251");
-        assert_eq!(range_words("a..b..a..b"), "a..b");
-        assert_eq!(range_words("customer-7..customer-7"), "customer-7");
-        assert_eq!(range_words("é..é"), "é");
-        assert_eq!(range_words(".."), "..");
-    }
 
     #[test]
     fn counts_agree_with_their_nouns() {

@@ -4,8 +4,7 @@
 //! `runs` tells a live scan (`running`) from one whose writer is gone (`interrupted`), and
 //! says how to continue the latter.
 
-use scanledger::{RunState, RunSummary, Status, StoreOptions};
-use serde::Serialize;
+use scanledger::{RunState, RunsQuery, Status, StoreOptions};
 
 use super::output::{state_style, status_style, Table};
 use super::{open_read, open_write, receipt_exit, show, CliError, Out, RunArg};
@@ -30,31 +29,23 @@ pub(crate) enum StatusFilter {
 }
 
 impl StatusFilter {
-    fn keeps(self, r: &RunSummary) -> bool {
-        match self {
-            StatusFilter::Verified => r.coverage_status == Status::Verified,
-            StatusFilter::Unknown => r.coverage_status == Status::Unknown,
-            StatusFilter::Failed => r.coverage_status == Status::Failed,
-            StatusFilter::Running => r.state == RunState::Running,
-            StatusFilter::Interrupted => r.state == RunState::Interrupted,
-            StatusFilter::Finished => r.state == RunState::Finished,
-            StatusFilter::Superseded => r.state == RunState::Superseded,
+    /// The library's query for this filter.
+    fn query(f: Option<StatusFilter>, source: Option<&str>, limit: Option<usize>) -> RunsQuery {
+        let mut q = RunsQuery::default();
+        match f {
+            Some(StatusFilter::Verified) => q.status = Some(Status::Verified),
+            Some(StatusFilter::Unknown) => q.status = Some(Status::Unknown),
+            Some(StatusFilter::Failed) => q.status = Some(Status::Failed),
+            Some(StatusFilter::Running) => q.state = Some(RunState::Running),
+            Some(StatusFilter::Interrupted) => q.state = Some(RunState::Interrupted),
+            Some(StatusFilter::Finished) => q.state = Some(RunState::Finished),
+            Some(StatusFilter::Superseded) => q.state = Some(RunState::Superseded),
+            None => {}
         }
+        q.source = source.map(str::to_owned);
+        q.limit = limit;
+        q
     }
-}
-
-/// One run as `runs --json` prints it (docs/REFERENCE.md §8).
-#[derive(Serialize)]
-struct RunRow<'a> {
-    run_id: String,
-    source: &'a str,
-    tenant: Option<&'a str>,
-    state: &'static str,
-    coverage_status: Status,
-    pages_observed: u32,
-    unique_ids_observed: u64,
-    started_at: &'a str,
-    finished_at: Option<&'a str>,
 }
 
 /// `runs [--status S] [--source NAME] [--limit N]`.
@@ -65,38 +56,23 @@ pub(crate) fn runs(
     limit: Option<usize>,
 ) -> Result<i32, CliError> {
     let store = open_read(out)?;
-    let all = store.read()?.runs()?;
-    let runs: Vec<&RunSummary> = all
-        .iter()
-        .filter(|r| status.is_none_or(|s| s.keeps(r)))
-        .filter(|r| source.is_none_or(|s| r.source == s))
-        .take(limit.unwrap_or(usize::MAX))
-        .collect();
+    let report =
+        scanledger::runs_report(&store.read()?, &StatusFilter::query(status, source, limit))?;
     if out.json {
-        let rows: Vec<RunRow<'_>> = runs
-            .iter()
-            .map(|r| RunRow {
-                run_id: r.run_id.to_string(),
-                source: &r.source,
-                tenant: r.tenant.as_deref(),
-                state: r.state.as_str(),
-                coverage_status: r.coverage_status,
-                pages_observed: r.pages_observed,
-                unique_ids_observed: r.unique_ids_observed,
-                started_at: &r.started_at,
-                finished_at: r.finished_at.as_deref(),
-            })
-            .collect();
-        out.json_list(&rows, &serde_json::json!({ "runs": rows }))?;
+        out.json_list(
+            &report.runs,
+            &serde_json::to_value(&report).unwrap_or_default(),
+        )?;
         return Ok(0);
     }
+    let runs = &report.runs;
     if runs.is_empty() {
-        let what = if all.is_empty() {
+        let what = if report.store_total == 0 {
             "the store has no run yet".to_owned()
         } else {
             format!(
                 "no run of the {} matches",
-                super::output::count(all.len() as u64, "run", "runs")
+                super::output::count(report.store_total as u64, "run", "runs")
             )
         };
         out.emit(&what)?;
@@ -113,10 +89,10 @@ pub(crate) fn runs(
         ("TENANT", false),
         ("STARTED", false),
     ]);
-    for r in &runs {
+    for r in runs {
         table.row(vec![
-            (r.run_id.to_string(), plain),
-            (r.state.as_str().to_owned(), state_style(r.state)),
+            (r.run_id.clone(), plain),
+            (r.state.clone(), state_style(&r.state)),
             (
                 r.coverage_status.as_str().to_owned(),
                 status_style(r.coverage_status),
@@ -132,11 +108,14 @@ pub(crate) fn runs(
         ]);
     }
     out.emit(&table.render())?;
-    if let Some(r) = runs.iter().find(|r| r.state == RunState::Interrupted) {
+    if let Some(r) = runs
+        .iter()
+        .find(|r| r.state == RunState::Interrupted.as_str())
+    {
+        let run: scanledger::RunId = r.run_id.parse().map_err(CliError::internal)?;
         out.note(&format!(
-            "{} is interrupted (its writer is gone); continue it with `{}`",
-            r.run_id,
-            out.resume_command(r.run_id)
+            "{run} is interrupted (its writer is gone); continue it with `{}`",
+            out.resume_command(run)
         ));
     }
     Ok(0)

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::Error;
 use crate::contract::{Contract, Page};
-use crate::error::Error;
 use crate::reconcile::FetchFailure;
 use crate::source::{FetchError, PageRequest, PageSource};
 

@@ -15,17 +15,18 @@ use tokio::time::Instant;
 
 use crate::codec::IdCodec;
 use crate::contract::{Contract, ExpiredPolicy, Mode, RawId, PAGES_PER_RUN_MAX, RESTARTS_MAX};
-use crate::error::Error;
 use crate::idset::IdSet;
 use crate::receipt::{rfc3339, Receipt, RunId, RunMeta};
 use crate::reconcile::{Delta, FetchFailure, Limit, Reconciler, Status, Step, Violation};
 use crate::source::{PageRequest, PageSource};
 use crate::store::{LoadedRun, Raise, RunWriter, Store};
 
+mod error;
 mod fetch;
 mod reread;
 
-pub use reread::{reread_contents, Reread};
+pub use error::{Error, Result};
+pub use reread::{reread_contents, reread_key_ranges, Reread};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

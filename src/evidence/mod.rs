@@ -6,8 +6,15 @@
 
 mod across;
 pub mod diff;
+mod gaps;
+mod ids;
+mod lists;
+mod migration;
 mod page;
 mod render;
+mod runs;
+mod side;
+mod stream;
 pub mod verify;
 
 use crate::receipt::{Receipt, RunId};
@@ -21,6 +28,23 @@ pub use diff::{Diff, NotComparable, RangeList};
 pub use page::{page_of_run, PageRunError, RunPage};
 pub use render::Renderer;
 pub use verify::{FoundIn, Mismatch};
+
+pub use gaps::{gaps_of, Gaps, RangeError};
+pub use ids::{parse_given, GivenId, IdTextError};
+pub use lists::{
+    compare, diff_report, missing_report, Compared, DiffReport, MissingReport, RunAt, Which,
+};
+pub use migration::{
+    diff_content, shell_word, verify_migration, ContentReport, ExcludeError, MigrationError,
+    MigrationLists, MigrationReport, MigrationRequest, RereadFailure, RereadReport, RereadSources,
+    Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+};
+pub use runs::{
+    page_report, runs_report, verify_report, PageReport, RunRow, RunsQuery, RunsReport,
+    VerifyReport,
+};
+pub use side::{run_names, run_side, RunName, RunSide};
+pub use stream::{EmitError, RangeTally, Tally};
 
 /// Why two runs could not be diffed.
 #[derive(Debug, thiserror::Error)]

@@ -37,6 +37,11 @@ fn run_id() -> Value {
     json!({"type": "string", "pattern": "^(run-)?[0-9]+$", "description": "A run of the store: run-N or N"})
 }
 
+/// A run argument of the read tools, which take `latest` too (as the command line does).
+fn read_run_id() -> Value {
+    json!({"type": "string", "pattern": "^((run-)?[0-9]+|latest)$", "description": "A run of the store: run-N, N, or latest (the newest run)"})
+}
+
 fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
     let annotations = if read_only {
         ToolAnnotations::new().read_only(true).open_world(false)
@@ -72,16 +77,16 @@ pub(crate) fn catalogue<'a>(sources: impl Iterator<Item = &'a str>) -> Vec<Tool>
                     "deadline_seconds": limits,
                     "ids_max": {"type": "integer", "minimum": 1, "maximum": 100000}}}), false),
         tool(RECEIPT, "The completeness receipt of a recorded run, with its outcome.",
-            json!({"type": "object", "additionalProperties": false, "required": ["run_id"], "properties": {"run_id": run_id()}}), true),
+            json!({"type": "object", "additionalProperties": false, "required": ["run_id"], "properties": {"run_id": read_run_id()}}), true),
         tool(VERIFY, "Recompute every field of a receipt from the store; a receipt that does not match is named with its first mismatch.",
             json!({"type": "object", "additionalProperties": false, "required": ["receipt"], "properties": {"receipt": {"type": "object"}}}), true),
         tool(DIFF, "Compare the IDs of two runs of one (source, tenant): added and removed counts and ranges.",
-            json!({"type": "object", "additionalProperties": false, "required": ["a", "b"], "properties": {"a": run_id(), "b": run_id()}}), true),
+            json!({"type": "object", "additionalProperties": false, "required": ["a", "b"], "properties": {"a": read_run_id(), "b": read_run_id()}}), true),
         tool(MISSING, "The IDs a reference run has that a run lacks, as ranges.",
-            json!({"type": "object", "additionalProperties": false, "required": ["run_id", "against"], "properties": {"run_id": run_id(), "against": run_id()}}), true),
+            json!({"type": "object", "additionalProperties": false, "required": ["run_id", "against"], "properties": {"run_id": read_run_id(), "against": read_run_id()}}), true),
         tool(PAGE, "A recorded run's IDs in order, a page at a time, with bound page tokens.",
             json!({"type": "object", "additionalProperties": false, "required": ["run_id"],
-                "properties": {"run_id": run_id(), "token": {"type": "string", "description": "The next_token of the previous page."},
+                "properties": {"run_id": read_run_id(), "token": {"type": "string", "description": "The next_token of the previous page."},
                     "size": {"type": "integer", "minimum": 1, "maximum": 100000}}}), true),
         tool(LIST, "The runs of the store, newest first.",
             json!({"type": "object", "additionalProperties": false, "properties": {}}), true),

@@ -7,8 +7,7 @@
 //! the existing diff machinery (`evidence::diff_runs`: Merkle leaves first, then only the
 //! differing partitions), with the reference as the old side and the run as the new one.
 
-use crate::error::Error;
-use crate::evidence::{diff_runs, RangeList};
+use crate::evidence::{diff_runs, DiffError, RangeList};
 use crate::idset::IdSet;
 use crate::receipt::{Ranges, Receipt, RunId};
 use crate::store::Snapshot;
@@ -18,13 +17,14 @@ use super::{RangeSummary, Reference, ReportInput};
 /// Gathers the report of `run`, compared with `against`, from one read view of the store.
 ///
 /// # Errors
-/// `Error::Read` when the store or a run is unreadable, unknown or damaged; `Error::Diff`
-/// when the two runs are not comparable (another source, tenant or codec).
+/// `DiffError::Read` when the store or a run is unreadable, unknown or damaged;
+/// `DiffError::NotComparable` when the two runs are not comparable (another source, tenant or
+/// codec).
 pub fn gather(
     snap: &Snapshot<'_>,
     run: RunId,
     against: Option<RunId>,
-) -> Result<ReportInput, Error> {
+) -> Result<ReportInput, DiffError> {
     // The diff first: runs that cannot be compared are refused before either is loaded whole.
     let diff = against
         .map(|other| diff_runs(snap, other, run))

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::*;
+use crate::collect::Error;
 use crate::collect::RunLog;
 use crate::contract::{ExpiredPolicy, Item, Page, RawId};
-use crate::error::Error;
 use crate::reconcile::{Delta, Reconciler, Request};
 use crate::source::{FetchError, PageRequest, PageSource};
 

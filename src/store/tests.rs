@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use super::simdisk::{Loss, SimDisk};
 use super::*;
+use crate::collect::Error;
 use crate::collect::RunLog;
 use crate::digest;
-use crate::error::Error;
 use crate::receipt::Receipt;
 use crate::reconcile::{Delta, Reconciler};
 use crate::source::{SimConfig, SimSource};

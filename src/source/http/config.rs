@@ -5,17 +5,17 @@
 //! secret lives only in a [`Secret`], whose `Debug` is redacted and which no error, log or
 //! store ever receives: errors name the variable, never its value.
 
-use crate::error::config_error as bad;
 use std::path::Path;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Url};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::contract::{CONTRACT_BYTES_MAX, PAGE_SIZE_BYTES_MAX};
-use crate::error::SourceError;
-use crate::json::{self, Numbers};
+use crate::json::{self, ConfigError, Numbers};
 use crate::source::mapping::{self, Mapping, Preset};
+use crate::source::SourceError;
 
 /// Bytes of the config file.
 const CONFIG_BYTES_MAX: u64 = CONTRACT_BYTES_MAX as u64;
@@ -24,22 +24,9 @@ const EXPIRED_MARKER_LEN_MAX: usize = 1024;
 /// Extra headers one config may set.
 const HEADERS_MAX: usize = 64;
 
-/// The keys of the HTTP source itself; the rest are mapping keys (`mapping::KEYS`).
-pub(crate) const HTTP_KEYS: &[&str] = &[
-    "url",
-    "method",
-    "body",
-    "params_in",
-    "headers",
-    "auth_env",
-    "auth_header",
-    "auth_scheme",
-    "expired_marker",
-    "max_body_bytes",
-];
-
 /// Where the request parameters (query keys, page size, cursor or position, snapshot) go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum ParamsIn {
     /// The URL's query string.
     Query,
@@ -89,128 +76,139 @@ pub struct HttpConfig {
     pub(super) mapping: Mapping,
 }
 
-fn opt_str<'a>(
-    path: &Path,
-    obj: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, SourceError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(bad(path, format!("key {key:?}: must be a string"))),
-    }
+/// The HTTP source's own keys, as written (the mapping's are read by `mapping`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpFile {
+    url: String,
+    method: Option<MethodName>,
+    body: Option<Value>,
+    params_in: Option<ParamsIn>,
+    headers: Option<Map<String, Value>>,
+    auth_env: Option<String>,
+    auth_header: Option<String>,
+    auth_scheme: Option<String>,
+    expired_marker: Option<String>,
+    max_body_bytes: Option<u64>,
+}
+
+/// `method`, as configs spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum MethodName {
+    #[serde(rename = "GET")]
+    Get,
+    #[serde(rename = "POST")]
+    Post,
 }
 
 impl HttpConfig {
     /// Reads and validates a config file, reading the secret it names from the environment.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable; `SourceError::Config` naming the key otherwise
-    /// (including an `auth_env` variable that is not set, named but never shown).
+    /// `SourceError::Io` or `SourceError::File` when unreadable; `SourceError::ConfigFile`
+    /// naming the key, its line and column otherwise (including an `auth_env` variable that
+    /// is not set, named but never shown).
     pub fn read(path: &Path) -> Result<HttpConfig, SourceError> {
         // Bounded while reading, whatever size the file states (a pipe, `/dev/zero`).
         let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
-        let value = json::parse(&text, Numbers::Any)
-            .map_err(|e| bad(path, format!("malformed JSON: {e}")))?;
-        HttpConfig::from_value(path, &value, |name| std::env::var_os(name))
+        let at = |error: ConfigError| SourceError::ConfigFile {
+            path: path.to_owned(),
+            error: error.placed(&text),
+        };
+        let value = json::parse(&text, Numbers::Any).map_err(|e| at(e.into()))?;
+        HttpConfig::resolve(&value, |name| std::env::var_os(name)).map_err(at)
     }
 
     /// Validates a parsed config; `env` looks up the variable `auth_env` names.
     ///
     /// # Errors
-    /// As [`HttpConfig::read`].
+    /// As [`HttpConfig::read`], without positions.
     pub fn from_value(
         path: &Path,
         value: &Value,
         env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
     ) -> Result<HttpConfig, SourceError> {
-        let Value::Object(obj) = value else {
-            return Err(bad(path, "the config must be a JSON object"));
-        };
-        let mut own = Map::new();
-        let mut mapping_keys = Map::new();
-        for (k, v) in obj {
-            if HTTP_KEYS.contains(&k.as_str()) {
-                own.insert(k.clone(), v.clone());
-            } else if mapping::KEYS.contains(&k.as_str()) {
-                mapping_keys.insert(k.clone(), v.clone());
-            } else {
-                return Err(bad(path, format!("unknown key {k:?}")));
-            }
-        }
-        let mapping = Mapping::from_config(&mapping_keys).map_err(|e| bad(path, e.to_string()))?;
+        HttpConfig::resolve(value, env).map_err(|error| SourceError::ConfigFile {
+            path: path.to_owned(),
+            error,
+        })
+    }
+
+    fn resolve(
+        value: &Value,
+        env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<HttpConfig, ConfigError> {
+        let [own, mapping_keys] = <[_; 2]>::try_from(json::split_keys(
+            value,
+            &[json::field_names::<HttpFile>(), mapping::KEYS],
+        )?)
+        .unwrap_or_default();
+        let mut own: HttpFile = json::from_value(&Value::Object(own))?;
+        let mapping = Mapping::from_config(&mapping_keys)?;
         let relay = mapping.preset() == Some(Preset::Relay);
 
-        let url_text =
-            opt_str(path, &own, "url")?.ok_or_else(|| bad(path, "missing required key \"url\""))?;
-        let url = Url::parse(url_text).map_err(|e| bad(path, format!("key \"url\": {e}")))?;
+        let url = Url::parse(&own.url).map_err(|e| bad("url", e.to_string()))?;
         if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(bad(path, "key \"url\": the scheme must be http or https"));
+            return Err(bad("url", "the scheme must be http or https"));
         }
         if !url.username().is_empty() || url.password().is_some() {
             return Err(bad(
-                path,
-                "key \"url\": credentials in the URL would be shown; use auth_env",
+                "url",
+                "credentials in the URL would be shown; use auth_env",
             ));
         }
-        let method = match opt_str(path, &own, "method")? {
+        let method = match own.method {
             None if relay => Method::POST,
-            None | Some("GET") => Method::GET,
-            Some("POST") => Method::POST,
-            Some(_) => return Err(bad(path, "key \"method\": must be \"GET\" or \"POST\"")),
+            None | Some(MethodName::Get) => Method::GET,
+            Some(MethodName::Post) => Method::POST,
         };
-        let body = match own.get("body") {
+        let body = match own.body.take() {
             None | Some(Value::Null) if method == Method::POST => Some(Map::new()),
             None | Some(Value::Null) => None,
-            Some(Value::Object(b)) if method == Method::POST => Some(b.clone()),
-            Some(Value::Object(_)) => {
-                return Err(bad(path, "key \"body\": only a POST has a body"))
-            }
-            Some(_) => return Err(bad(path, "key \"body\": must be a JSON object")),
+            Some(Value::Object(b)) if method == Method::POST => Some(b),
+            Some(Value::Object(_)) => return Err(bad("body", "only a POST has a body")),
+            Some(_) => return Err(bad("body", "must be a JSON object")),
         };
-        let params_in = match opt_str(path, &own, "params_in")? {
+        let params_in = match own.params_in {
+            Some(p) => p,
             None if relay => ParamsIn::Variables,
             None if method == Method::POST => ParamsIn::Body,
-            None | Some("query") => ParamsIn::Query,
-            Some("body") => ParamsIn::Body,
-            Some("variables") => ParamsIn::Variables,
-            Some(_) => {
-                return Err(bad(
-                    path,
-                    "key \"params_in\": must be \"query\", \"body\" or \"variables\"",
-                ))
-            }
+            None => ParamsIn::Query,
         };
         if params_in != ParamsIn::Query && method != Method::POST {
             return Err(bad(
-                path,
-                "key \"params_in\": \"body\" and \"variables\" need \"method\": \"POST\"",
+                "params_in",
+                "\"body\" and \"variables\" need \"method\": \"POST\"",
             ));
         }
         if params_in == ParamsIn::Variables {
             if let Some(v) = body.as_ref().and_then(|b| b.get("variables")) {
                 if !v.is_object() {
-                    return Err(bad(path, "key \"body\": \"variables\" must be an object"));
+                    return Err(bad("body", "\"variables\" must be an object"));
                 }
             }
         }
-        let auth = auth(path, &own, env)?;
-        let headers = headers(path, &own, auth.as_ref().map(|(n, _)| n))?;
-        let expired_marker = opt_str(path, &own, "expired_marker")?.map(str::to_owned);
-        if expired_marker
+        let auth = auth(&own, env)?;
+        let headers = headers(own.headers.take(), auth.as_ref().map(|(n, _)| n))?;
+        if own
+            .expired_marker
             .as_ref()
             .is_some_and(|m| m.is_empty() || m.len() > EXPIRED_MARKER_LEN_MAX)
         {
             return Err(bad(
-                path,
-                format!("key \"expired_marker\": must be 1 to {EXPIRED_MARKER_LEN_MAX} bytes"),
+                "expired_marker",
+                format!("must be 1 to {EXPIRED_MARKER_LEN_MAX} bytes"),
             ));
         }
-        let max_body_bytes = match own.get("max_body_bytes") {
-            None | Some(Value::Null) => PAGE_SIZE_BYTES_MAX,
-            Some(v) => v.as_u64().filter(|n| (1..=PAGE_SIZE_BYTES_MAX).contains(n)).ok_or_else(|| {
-                bad(path, format!("key \"max_body_bytes\": must be an integer from 1 to {PAGE_SIZE_BYTES_MAX}"))
-            })?,
+        let max_body_bytes = match own.max_body_bytes {
+            None => PAGE_SIZE_BYTES_MAX,
+            Some(n) if (1..=PAGE_SIZE_BYTES_MAX).contains(&n) => n,
+            Some(_) => {
+                return Err(bad(
+                    "max_body_bytes",
+                    format!("must be an integer from 1 to {PAGE_SIZE_BYTES_MAX}"),
+                ))
+            }
         };
         Ok(HttpConfig {
             url,
@@ -219,50 +217,56 @@ impl HttpConfig {
             params_in,
             headers,
             auth,
-            expired_marker,
+            expired_marker: own.expired_marker,
             max_body_bytes,
             mapping,
         })
     }
 }
 
+fn bad(key: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::invalid(key, problem)
+}
+
 fn auth(
-    path: &Path,
-    own: &Map<String, Value>,
+    own: &HttpFile,
     env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
-) -> Result<Option<(HeaderName, Secret)>, SourceError> {
-    let Some(var) = opt_str(path, own, "auth_env")? else {
-        for k in ["auth_header", "auth_scheme"] {
-            if own.get(k).is_some_and(|v| !v.is_null()) {
-                return Err(bad(path, format!("key {k:?}: needs \"auth_env\"")));
+) -> Result<Option<(HeaderName, Secret)>, ConfigError> {
+    let Some(var) = own.auth_env.as_deref() else {
+        for (k, v) in [
+            ("auth_header", &own.auth_header),
+            ("auth_scheme", &own.auth_scheme),
+        ] {
+            if v.is_some() {
+                return Err(bad(k, "needs \"auth_env\""));
             }
         }
         return Ok(None);
     };
-    let header = opt_str(path, own, "auth_header")?.unwrap_or("Authorization");
+    let header = own.auth_header.as_deref().unwrap_or("Authorization");
     let name = HeaderName::from_bytes(header.as_bytes())
-        .map_err(|_| bad(path, "key \"auth_header\": not a valid header name"))?;
-    let scheme = match opt_str(path, own, "auth_scheme")? {
+        .map_err(|_| bad("auth_header", "not a valid header name"))?;
+    let scheme = match own.auth_scheme.as_deref() {
         Some(s) => s,
         None if name == reqwest::header::AUTHORIZATION => "Bearer",
         None => "",
     };
     let secret = env(var).ok_or_else(|| {
         bad(
-            path,
-            format!("key \"auth_env\": the environment variable {var:?} is not set"),
+            "auth_env",
+            format!("the environment variable {var:?} is not set"),
         )
     })?;
     let secret = secret.into_string().map_err(|_| {
         bad(
-            path,
-            format!("key \"auth_env\": the environment variable {var:?} is not UTF-8"),
+            "auth_env",
+            format!("the environment variable {var:?} is not UTF-8"),
         )
     })?;
     if secret.is_empty() {
         return Err(bad(
-            path,
-            format!("key \"auth_env\": the environment variable {var:?} is empty"),
+            "auth_env",
+            format!("the environment variable {var:?} is empty"),
         ));
     }
     let text = if scheme.is_empty() {
@@ -271,7 +275,12 @@ fn auth(
         format!("{scheme} {secret}")
     };
     let mut value = HeaderValue::from_str(&text).map_err(|_| {
-        bad(path, format!("key \"auth_env\": the value of {var:?} cannot be sent in a header (control characters or non-ASCII)"))
+        bad(
+            "auth_env",
+            format!(
+                "the value of {var:?} cannot be sent in a header (control characters or non-ASCII)"
+            ),
+        )
     })?;
     // Sensitive values are never indexed by HTTP/2's header compression nor shown by `http`'s
     // own `Debug`.
@@ -280,44 +289,27 @@ fn auth(
 }
 
 fn headers(
-    path: &Path,
-    own: &Map<String, Value>,
+    obj: Option<Map<String, Value>>,
     auth: Option<&HeaderName>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, SourceError> {
-    let obj = match own.get("headers") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Object(o)) => o,
-        Some(_) => return Err(bad(path, "key \"headers\": must be an object of strings")),
+) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    let Some(obj) = obj else {
+        return Ok(Vec::new());
     };
     if obj.len() > HEADERS_MAX {
-        return Err(bad(
-            path,
-            format!("key \"headers\": more than {HEADERS_MAX} headers"),
-        ));
+        return Err(bad("headers", format!("more than {HEADERS_MAX} headers")));
     }
     let mut out = Vec::with_capacity(obj.len());
     for (k, v) in obj {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-            bad(
-                path,
-                format!("key \"headers\": {k:?} is not a valid header name"),
-            )
-        })?;
+        let at = |problem: &str| ConfigError::invalid_at(&["headers", &k], problem);
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| at("not a valid header name"))?;
         if Some(&name) == auth {
-            return Err(bad(
-                path,
-                format!("key \"headers\": {k:?} is the auth_header, which auth_env fills"),
-            ));
+            return Err(at("is the auth_header, which auth_env fills"));
         }
         let v = v
             .as_str()
             .and_then(|s| HeaderValue::from_str(s).ok())
-            .ok_or_else(|| {
-                bad(
-                    path,
-                    format!("key \"headers\": the value of {k:?} must be a printable ASCII string"),
-                )
-            })?;
+            .ok_or_else(|| at("must be a printable ASCII string"))?;
         out.push((name, v));
     }
     Ok(out)

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use super::mapping::{chain_text, Call};
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{EndSignal, Page};
-use crate::error::SourceError;
+use crate::source::SourceError;
 
 mod config;
 mod status;
@@ -73,9 +73,9 @@ impl HttpSource {
         config
             .mapping
             .check_end_signal(end_signal)
-            .map_err(|e| SourceError::Config {
+            .map_err(|error| SourceError::ConfigFile {
                 path: path.to_owned(),
-                problem: e.to_string(),
+                error,
             })?;
         // The ring provider, installed once per process; a provider installed earlier (by the
         // embedding program, or an earlier source) is kept, which is what `Err` here means.
@@ -99,7 +99,7 @@ impl HttpSource {
     /// Sends a shard's key range through the config's `key_range_params`.
     ///
     /// # Errors
-    /// `SourceError::Config` when a range is given and the config names no parameters for it.
+    /// `SourceError::ConfigFile` when a range is given and the config names no parameters for it.
     pub fn with_key_range(
         mut self,
         path: &Path,
@@ -108,9 +108,9 @@ impl HttpSource {
         self.config
             .mapping
             .bind_key_range(range)
-            .map_err(|e| SourceError::Config {
+            .map_err(|error| SourceError::ConfigFile {
                 path: path.to_owned(),
-                problem: e.to_string(),
+                error,
             })?;
         Ok(self)
     }

@@ -189,10 +189,23 @@ fn preset_keys(p: Preset) -> Raw {
 }
 
 fn bad(key: &str, problem: impl Into<String>) -> ConfigError {
-    ConfigError {
-        key: key.to_owned(),
-        problem: problem.into(),
-    }
+    ConfigError::invalid(key, problem)
+}
+
+/// One label of `labels`: a pointer within the item and exactly one test.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelSpec {
+    pointer: String,
+    // `null` is a value a test may compare with: present-and-null is `Some(None)`.
+    #[serde(default, deserialize_with = "nullable")]
+    eq: Nullable<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    ne: Nullable<Value>,
+    #[serde(rename = "in")]
+    in_: Option<Vec<Value>>,
+    exists: Option<bool>,
+    truthy: Option<bool>,
 }
 
 fn pointer(key: &str, text: &str) -> Result<Pointer, ConfigError> {
@@ -216,10 +229,7 @@ fn param(key: &str, v: Nullable<String>) -> Result<Option<String>, ConfigError> 
 
 /// Parses and resolves the mapping keys of a config object; keys not in [`KEYS`] are refused.
 pub(super) fn resolve(obj: &Map<String, Value>) -> Result<Mapping, ConfigError> {
-    let raw: Raw = Raw::deserialize(Value::Object(obj.clone())).map_err(|e| {
-        // serde names the key for unknown fields and wrong types; keep its words.
-        bad("mapping", e.to_string())
-    })?;
+    let raw: Raw = crate::json::from_value(&Value::Object(obj.clone()))?;
     let preset = raw.preset;
     let p = preset.map(preset_keys).unwrap_or_default();
     // Positional pagination is chosen by `page_param`/`offset_param`, explicit or preset;
@@ -378,63 +388,44 @@ fn labels(obj: Map<String, Value>) -> Result<Vec<Label>, ConfigError> {
     }
     let mut out = Vec::with_capacity(obj.len());
     for (name, spec) in obj {
-        let key = format!("labels.{name}");
+        // A label's name may hold a dot: its path is two keys, never split.
+        let at = |problem: &str| ConfigError::invalid_at(&["labels", &name], problem);
         if name.is_empty() || name.len() > LABEL_LEN_MAX {
-            return Err(bad(
-                &key,
-                format!("a label name must be 1 to {LABEL_LEN_MAX} bytes"),
-            ));
+            return Err(at(&format!(
+                "a label name must be 1 to {LABEL_LEN_MAX} bytes"
+            )));
         }
-        let Value::Object(spec) = spec else {
-            return Err(bad(
-                &key,
-                "must be {\"pointer\": P, TEST: V} with TEST one of eq, ne, in, exists, truthy",
-            ));
-        };
-        let mut pointer_text = None;
-        let mut test = None;
-        for (k, v) in spec {
-            let t = match k.as_str() {
-                "pointer" => {
-                    pointer_text = Some(
-                        v.as_str()
-                            .ok_or_else(|| bad(&key, "\"pointer\" must be a string"))?
-                            .to_owned(),
-                    );
-                    continue;
-                }
-                "eq" => Test::Eq(v),
-                "ne" => Test::Ne(v),
-                "in" => match v {
-                    Value::Array(a) => Test::In(a),
-                    _ => return Err(bad(&key, "\"in\" must be an array of values")),
-                },
-                "exists" => Test::Exists(
-                    v.as_bool()
-                        .ok_or_else(|| bad(&key, "\"exists\" must be true or false"))?,
-                ),
-                "truthy" => Test::Truthy(
-                    v.as_bool()
-                        .ok_or_else(|| bad(&key, "\"truthy\" must be true or false"))?,
-                ),
-                other => {
-                    return Err(bad(
-                        &key,
-                        format!("unknown key {other:?} (expected pointer and one of eq, ne, in, exists, truthy)"),
-                    ))
-                }
-            };
-            if test.replace(t).is_some() {
-                return Err(bad(&key, "give exactly one test"));
-            }
+        let spec: LabelSpec =
+            crate::json::from_value(&spec).map_err(|e| e.under(&["labels", &name]))?;
+        let tests = [
+            spec.eq.map(|v| Test::Eq(v.unwrap_or(Value::Null))),
+            spec.ne.map(|v| Test::Ne(v.unwrap_or(Value::Null))),
+            spec.in_.map(Test::In),
+            spec.exists.map(Test::Exists),
+            spec.truthy.map(Test::Truthy),
+        ];
+        let mut given = tests.into_iter().flatten();
+        let test = given
+            .next()
+            .ok_or_else(|| at("needs one test: eq, ne, in, exists or truthy"))?;
+        if given.next().is_some() {
+            return Err(at("give exactly one test"));
         }
-        let pointer_text = pointer_text.ok_or_else(|| bad(&key, "needs a \"pointer\""))?;
-        let test = test.ok_or_else(|| bad(&key, "needs one test: eq, ne, in, exists or truthy"))?;
         out.push(Label {
-            pointer: pointer(&key, &pointer_text)?,
+            pointer: Pointer::parse(&spec.pointer).map_err(|p| at(&p))?,
             name,
             test,
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod keys_tests {
+    #[test]
+    fn keys_are_the_declared_fields() {
+        // `KEYS` is public (a source config splits its own keys from these); it is the
+        // declared shape's field list, never a second list that could drift from it.
+        assert_eq!(super::KEYS, crate::json::field_names::<super::Raw>());
+    }
 }

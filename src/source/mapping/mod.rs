@@ -75,15 +75,9 @@ pub use config::{Preset, KEYS};
 use pointer::{Pointer, Test};
 pub use tool_result::{tool_result_page, ResultFrom, ResultPart};
 
-/// A mapping key that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("key {key:?}: {problem}")]
-pub struct ConfigError {
-    /// The key, dotted for nested ones (`labels.needs_v3`).
-    pub key: String,
-    /// What is wrong.
-    pub problem: String,
-}
+/// A mapping key that cannot be used: the strict config layer's error, worded and placed as
+/// every config file's.
+pub use crate::json::ConfigError;
 
 /// A request that cannot be made: a configuration problem found when paging (the source
 /// cannot go on, an input error).
@@ -291,22 +285,22 @@ impl Mapping {
         let flag = self.complete.is_some() || self.has_more.is_some();
         match end {
             EndSignal::CursorAbsent if self.is_positional() && self.has_more.is_none() => {
-                Err(ConfigError {
-                    key: match self.paging {
-                        Paging::Offset { .. } => "offset_param".into(),
-                        _ => "page_param".into(),
+                Err(ConfigError::invalid(
+                    match self.paging {
+                        Paging::Offset { .. } => "offset_param",
+                        _ => "page_param",
                     },
-                    problem: "page-number and offset pagination have no cursor to end on: the contract's end_signal must be \"total\" or \"empty_page\" (or the mapping needs a \"has_more\" flag)".into(),
-                })
+                    "page-number and offset pagination have no cursor to end on: the contract's end_signal must be \"total\" or \"empty_page\" (or the mapping needs a \"has_more\" flag)",
+                ))
             }
-            EndSignal::CompleteFlag | EndSignal::Both if !flag => Err(ConfigError {
-                key: "complete".into(),
-                problem: "the contract's end_signal needs a completion flag: set a \"complete\" or \"has_more\" pointer".into(),
-            }),
-            EndSignal::Total if self.total.is_none() => Err(ConfigError {
-                key: "total".into(),
-                problem: "the contract's end_signal \"total\" needs a \"total\" pointer".into(),
-            }),
+            EndSignal::CompleteFlag | EndSignal::Both if !flag => Err(ConfigError::invalid(
+                "complete",
+                "the contract's end_signal needs a completion flag: set a \"complete\" or \"has_more\" pointer",
+            )),
+            EndSignal::Total if self.total.is_none() => Err(ConfigError::invalid(
+                "total",
+                "the contract's end_signal \"total\" needs a \"total\" pointer",
+            )),
             _ => Ok(()),
         }
     }

@@ -79,10 +79,7 @@ impl Mapping {
         range: Option<crate::contract::KeyRange>,
     ) -> Result<(), ConfigError> {
         if range.is_some() && self.key_range_params.is_none() {
-            return Err(ConfigError {
-                key: "key_range_params".into(),
-                problem: "the contract has a key_range, but this config names no key_range_params {\"lo\": PARAM, \"hi\": PARAM}: the API cannot be asked for one slice of the keys, so the shard cannot be scanned".into(),
-            });
+            return Err(ConfigError::invalid("key_range_params", "the contract has a key_range, but this config names no key_range_params {\"lo\": PARAM, \"hi\": PARAM}: the API cannot be asked for one slice of the keys, so the shard cannot be scanned"));
         }
         self.key_range = range;
         Ok(())
@@ -140,10 +137,10 @@ impl Mapping {
         let names: Vec<&str> = self.param_names().collect();
         for (i, a) in names.iter().enumerate() {
             if names[..i].contains(a) {
-                return Err(ConfigError {
-                    key: "page_size_param".into(),
-                    problem: format!("the parameter name {a:?} is used twice"),
-                });
+                return Err(ConfigError::invalid(
+                    "page_size_param",
+                    format!("the parameter name {a:?} is used twice"),
+                ));
             }
         }
         Ok(())

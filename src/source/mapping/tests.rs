@@ -627,7 +627,7 @@ fn end_signals_the_mapping_cannot_show_are_refused() {
         positional
             .check_end_signal(EndSignal::CursorAbsent)
             .unwrap_err()
-            .key,
+            .field(),
         "page_param"
     );
     assert!(positional.check_end_signal(EndSignal::Total).is_ok());
@@ -636,7 +636,7 @@ fn end_signals_the_mapping_cannot_show_are_refused() {
         positional
             .check_end_signal(EndSignal::CompleteFlag)
             .unwrap_err()
-            .key,
+            .field(),
         "complete"
     );
     let flagged = mapping(json!({"page_param": "page", "has_more": "/more"}));
@@ -644,7 +644,10 @@ fn end_signals_the_mapping_cannot_show_are_refused() {
     let cursor = mapping(json!({}));
     assert!(cursor.check_end_signal(EndSignal::CursorAbsent).is_ok());
     assert_eq!(
-        cursor.check_end_signal(EndSignal::Total).unwrap_err().key,
+        cursor
+            .check_end_signal(EndSignal::Total)
+            .unwrap_err()
+            .field(),
         "total"
     );
     assert!(cursor
@@ -655,7 +658,11 @@ fn end_signals_the_mapping_cannot_show_are_refused() {
 #[test]
 fn bad_configs_name_the_key() {
     for (cfg, key, words) in [
-        (json!({"itemz": "/x"}), "mapping", "unknown field `itemz`"),
+        (
+            json!({"itemz": "/x"}),
+            "itemz",
+            "unknown key \"itemz\"; did you mean \"items\"?",
+        ),
         (
             json!({"items": "x"}),
             "items",
@@ -663,8 +670,8 @@ fn bad_configs_name_the_key() {
         ),
         (
             json!({"preset": "stripe"}),
-            "mapping",
-            "unknown variant `stripe`",
+            "preset",
+            "must be one of \"relay\", \"notion\", \"github_rest\", \"jira\" or \"mcp_list\"",
         ),
         (
             json!({"next": "/n", "page_param": "page"}),
@@ -694,17 +701,17 @@ fn bad_configs_name_the_key() {
         ),
         (
             json!({"labels": {"x": {"pointer": "/a", "gt": 1}}}),
-            "labels.x",
-            "unknown key \"gt\"",
+            "labels.x.gt",
+            "unknown key \"labels.x.gt\"",
         ),
         (
             json!({"labels": {"x": {"pointer": "/a", "in": 1}}}),
-            "labels.x",
-            "array",
+            "labels.x.in",
+            "must be an array, not an integer",
         ),
         (
             json!({"labels": {"": {"pointer": "/a", "eq": 1}}}),
-            "labels.",
+            "labels",
             "1 to 128 bytes",
         ),
         (
@@ -715,13 +722,13 @@ fn bad_configs_name_the_key() {
         (json!({"next": null}), "next", "needs a \"next\" pointer"),
     ] {
         let e = config_err(cfg.clone());
-        assert_eq!(e.key, key, "{cfg}: {e}");
-        assert!(e.problem.contains(words), "{cfg}: {e}");
+        assert_eq!(e.field(), key, "{cfg}: {e}");
+        assert!(e.message().contains(words), "{cfg}: {e}");
     }
     let many: serde_json::Map<String, Value> = (0..17)
         .map(|i| (format!("l{i}"), json!({"pointer": "/a", "exists": true})))
         .collect();
-    assert_eq!(config_err(json!({"labels": many})).key, "labels");
+    assert_eq!(config_err(json!({"labels": many})).field(), "labels");
 }
 
 #[test]

@@ -17,7 +17,8 @@ use std::path::Path;
 use super::key;
 use super::line::{self, Mode};
 use super::{json_error, replay_error, without_cr, KeyHasher, REPLAY_LINES_MAX};
-use crate::error::{FileError, SourceError};
+use crate::io_bound::FileError;
+use crate::source::SourceError;
 
 /// One non-blank line of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,9 +29,10 @@ use std::time::Duration;
 
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{Page, PAGE_SIZE_BYTES_MAX};
-use crate::error::{FileError, SourceError};
 use crate::io_bound;
+use crate::io_bound::FileError;
 use crate::reconcile::Request;
+use crate::source::SourceError;
 
 mod index;
 mod items;

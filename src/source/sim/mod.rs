@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use super::{FetchError, PageRequest, PageSource};
 use crate::contract::{Item, KeyRange, Page, RawId};
-use crate::error::SourceError;
 use crate::reconcile::Request;
+use crate::source::SourceError;
 
 /// Records one simulated collection may hold.
 pub(crate) const SIM_RECORDS_MAX: u64 = 1 << 36;
@@ -99,6 +99,21 @@ impl SimConfig {
     /// # Errors
     /// `SourceError::Sim` naming the key.
     pub fn parse(params: &str) -> Result<SimConfig, SourceError> {
+        const SIM_KEYS: &[&str] = &[
+            "records",
+            "start",
+            "seed",
+            "ids",
+            "snapshot",
+            "label_every",
+            "delay_ms",
+            "timeout_at",
+            "fail_at",
+            "expire_at",
+            "dup_at",
+            "stray_at",
+            "count",
+        ];
         let mut c = SimConfig::default();
         for kv in params.split(',').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').ok_or_else(|| SourceError::Sim {
@@ -139,9 +154,13 @@ impl SimConfig {
                 "stray_at" => c.stray_at = page()?,
                 "count" => c.count = v == "true",
                 _ => {
+                    // Worded as every config's unknown key (the strict config layer's words).
+                    let meant = crate::json::closest(k, SIM_KEYS)
+                        .map(|m| format!("; did you mean {m:?}?"))
+                        .unwrap_or_default();
                     return Err(SourceError::Sim {
-                        problem: format!("unknown key {k:?}"),
-                    })
+                        problem: format!("unknown key {k:?}{meant}"),
+                    });
                 }
             }
         }
