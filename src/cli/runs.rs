@@ -56,8 +56,8 @@ pub(crate) fn runs(
     limit: Option<usize>,
 ) -> Result<i32, CliError> {
     let store = open_read(out)?;
-    let report =
-        scanledger::runs_report(&store.read()?, &StatusFilter::query(status, source, limit))?;
+    let snap = store.read()?;
+    let report = scanledger::runs_report(&snap, &StatusFilter::query(status, source, limit))?;
     if out.json {
         out.json_list(
             &report.runs,
@@ -79,7 +79,17 @@ pub(crate) fn runs(
         return Ok(0);
     }
     let plain = anstyle::Style::new();
-    let mut table = Table::new(&[
+    // The MCP server each run spoke to, as it introduced itself; a column only when any did.
+    let servers: Vec<Option<String>> = runs
+        .iter()
+        .map(|r| {
+            let run: scanledger::RunId = r.run_id.parse().ok()?;
+            let spec = snap.header(run).ok()?.source_spec?;
+            server_of(&spec).map(str::to_owned)
+        })
+        .collect();
+    let with_servers = servers.iter().any(Option::is_some);
+    let mut columns = vec![
         ("RUN", false),
         ("STATE", false),
         ("STATUS", false),
@@ -88,9 +98,13 @@ pub(crate) fn runs(
         ("SOURCE", false),
         ("TENANT", false),
         ("STARTED", false),
-    ]);
-    for r in runs {
-        table.row(vec![
+    ];
+    if with_servers {
+        columns.push(("MCP SERVER", false));
+    }
+    let mut table = Table::new(&columns);
+    for (r, server) in runs.iter().zip(&servers) {
+        let mut row = vec![
             (r.run_id.clone(), plain),
             (r.state.clone(), state_style(&r.state)),
             (
@@ -105,7 +119,12 @@ pub(crate) fn runs(
                 plain,
             ),
             (r.started_at.clone(), plain),
-        ]);
+        ];
+        if with_servers {
+            let shown = server.as_deref().unwrap_or("-");
+            row.push((scanledger::terminal_safe(shown).into_owned(), plain));
+        }
+        table.row(row);
     }
     out.emit(&table.render())?;
     if let Some(r) = runs
@@ -121,17 +140,30 @@ pub(crate) fn runs(
     Ok(0)
 }
 
+/// The MCP server a recorded source spec spoke to (`NAME VERSION`), for an MCP run.
+fn server_of(spec: &str) -> Option<&str> {
+    spec.rsplit_once(scanledger::PROVENANCE_MARK)
+        .map(|(_, server)| server)
+}
+
 /// `receipt RUN`.
 pub(crate) fn receipt(out: &Out, run: RunArg) -> Result<i32, CliError> {
     let store = open_read(out)?;
     let snap = store.read()?;
     let run = run.resolve(&snap)?;
     let receipt = snap.receipt(run)?;
-    let state = snap.header(run)?.state;
+    let header = snap.header(run)?;
+    let state = header.state;
     if out.json {
         out.json_value(&receipt)?;
     } else {
         out.emit(&show::receipt_text(&receipt))?;
+        if let Some(server) = header.source_spec.as_deref().and_then(server_of) {
+            out.emit(&format!(
+                "mcp server: {}",
+                scanledger::terminal_safe(server)
+            ))?;
+        }
         if state == RunState::Interrupted {
             out.note(&format!(
                 "{run} is interrupted (its writer is gone); continue it with `{}`",

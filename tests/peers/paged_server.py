@@ -13,6 +13,7 @@ It serves one scenario file (JSON), the MCP twin of a replay file:
      "tickets": {"null": {...}, "t2": {...}},  # json_tickets(cursor): the page for each cursor,
                                        # returned as JSON text (`-> str`: the SDK wraps it as
                                        # structuredContent {"result": TEXT})
+     "no_prompts": true,               # no prompts/list at all (-32601)
      "print_env": "NAME"}              # print this variable to stderr at start (secret tests)
 
 The route key is the selecting argument's value as text ("null" when absent). A route answers
@@ -80,6 +81,9 @@ class PagedServer(MCPServer):
 
 
 server = PagedServer("paged-test-server", version="9.9.1")
+if scenario.get("no_prompts"):
+    # A server without prompts: prompts/list is an unknown method (-32601).
+    server._lowlevel_server._request_handlers.pop("prompts/list", None)
 
 
 def answer(arguments: dict[str, Any]) -> types.CallToolResult:

@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::io_bound::FileError;
 use crate::evidence::ids::{parse_given, GivenId, IdTextError};
 use crate::evidence::lists::RunAt;
 use crate::idset::IdSet;
+use crate::io_bound::FileError;
 use crate::store::{ReadError, RunHeader};
 
 /// Bytes of an `--exclude` file.

@@ -104,7 +104,7 @@ fn script() -> Value {
         {"list_tools": true},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"page_size": 3}}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"limits": {"max_pages": 1}}}},
-        {"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}},
+        {"tool": "resume_scan", "arguments": {"run_id": "latest", "max_pages": 2}},
         {"tool": "scan_collection", "arguments": {"source": "slow"}, "progress": true},
         {"tool": "scan_collection", "arguments": {"source": "../../etc/passwd"}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "path": "/etc/passwd"}},
@@ -163,7 +163,12 @@ fn check_answers(lines: &[Value]) {
         partial["resume_scan"],
         json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}})
     );
-    // The call the answer gave, made: the same run, now the whole collection.
+    // Or, to reach the end in one go, the budget that fired lifted to the server's bound.
+    assert_eq!(
+        partial["resume_to_end"],
+        json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": scanledger::PAGES_PER_RUN_MAX}})
+    );
+    // The call the answer gave, made (naming the run `latest`): the same run, now whole.
     let resumed = &lines[4]["structured"];
     assert_eq!(
         (
