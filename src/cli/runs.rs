@@ -71,11 +71,22 @@ pub(crate) fn receipt(out: &Out, run: RunArg) -> Result<i32, CliError> {
     let snap = store.read()?;
     let run = run.resolve(&snap)?;
     let receipt = snap.receipt(run)?;
-    let state = snap.header(run)?.state;
+    let header = snap.header(run)?;
+    let state = header.state;
     if out.json {
         out.json_value(&receipt)?;
     } else {
         out.emit(&show::receipt_text(&receipt))?;
+        if let Some(server) = header
+            .source_spec
+            .as_deref()
+            .and_then(scanledger::mcp_server_of)
+        {
+            out.emit(&format!(
+                "mcp server: {}",
+                scanledger::terminal_safe(server)
+            ))?;
+        }
         if state == RunState::Interrupted {
             out.note(&format!(
                 "{run} is interrupted (its writer is gone); continue it with `{}`",

@@ -43,8 +43,8 @@ pub use migration::{
     Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
 };
 pub use runs::{
-    page_report, runs_report, verify_report, PageReport, RunFilter, RunRef, RunRefError, RunRow,
-    RunsQuery, RunsReport, VerifyReport,
+    mcp_server_of, page_report, runs_report, verify_report, PageReport, RunFilter, RunRef,
+    RunRefError, RunRow, RunsQuery, RunsReport, VerifyReport,
 };
 pub use side::{run_names, run_side, RunName, RunSide};
 pub use stream::{EmitError, RangeTally, Tally};

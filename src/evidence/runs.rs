@@ -85,10 +85,20 @@ pub struct RunRow {
     pub started_at: String,
     /// RFC 3339; null while it runs.
     pub finished_at: Option<String>,
+    /// The MCP server an `mcp:` run spoke to, as it introduced itself (`NAME VERSION`); null
+    /// for every other source.
+    pub mcp_server: Option<String>,
+}
+
+/// The MCP server a recorded source spec spoke to (`NAME VERSION`), for an MCP run.
+#[must_use]
+pub fn mcp_server_of(spec: &str) -> Option<&str> {
+    spec.rsplit_once(crate::source::PROVENANCE_MARK)
+        .map(|(_, server)| server)
 }
 
 impl RunRow {
-    fn of(r: &RunSummary) -> RunRow {
+    fn of(r: &RunSummary, snap: &Snapshot<'_>) -> RunRow {
         RunRow {
             run_id: r.run_id.to_string(),
             source: r.source.clone(),
@@ -99,6 +109,11 @@ impl RunRow {
             unique_ids_observed: r.unique_ids_observed,
             started_at: r.started_at.clone(),
             finished_at: r.finished_at.clone(),
+            mcp_server: snap
+                .header(r.run_id)
+                .ok()
+                .and_then(|h| h.source_spec)
+                .and_then(|spec| mcp_server_of(&spec).map(str::to_owned)),
         }
     }
 }
@@ -192,7 +207,7 @@ pub fn runs_report(snap: &Snapshot<'_>, query: &RunsQuery) -> Result<RunsReport,
         })
         .filter(|r| query.source.as_deref().is_none_or(|s| r.source == s))
         .take(query.limit.unwrap_or(usize::MAX))
-        .map(RunRow::of)
+        .map(|r| RunRow::of(r, snap))
         .collect();
     Ok(RunsReport {
         runs,

@@ -601,7 +601,8 @@ impl super::runs::RunsReport {
     /// through `style`; the styles wrap the text, never the padding.
     #[must_use]
     pub fn text_with(&self, style: &dyn Fn(Emphasis, &str) -> String) -> String {
-        const HEAD: [(&str, bool); 8] = [
+        let with_servers = self.runs.iter().any(|r| r.mcp_server.is_some());
+        let mut head: Vec<(&str, bool)> = vec![
             ("RUN", false),
             ("STATE", false),
             ("STATUS", false),
@@ -611,12 +612,17 @@ impl super::runs::RunsReport {
             ("TENANT", false),
             ("STARTED", false),
         ];
-        let rows: Vec<[(String, Option<Emphasis>); 8]> = self
+        // The MCP server each run spoke to: a column only when any did.
+        if with_servers {
+            head.push(("MCP SERVER", false));
+        }
+        let head = head;
+        let rows: Vec<Vec<(String, Option<Emphasis>)>> = self
             .runs
             .iter()
             .map(|r| {
                 let state = r.state.as_str();
-                [
+                let mut row = vec![
                     (r.run_id.clone(), None),
                     (state.to_owned(), Some(Emphasis::State(state))),
                     (
@@ -631,32 +637,37 @@ impl super::runs::RunsReport {
                         None,
                     ),
                     (r.started_at.clone(), None),
-                ]
+                ];
+                if with_servers {
+                    let shown = r.mcp_server.as_deref().unwrap_or("-");
+                    row.push((terminal_safe(shown).into_owned(), None));
+                }
+                row
             })
             .collect();
         let width = |i: usize| {
             rows.iter()
                 .map(|r| r[i].0.chars().count())
-                .chain([HEAD[i].0.len()])
+                .chain([head[i].0.len()])
                 .max()
                 .unwrap_or(0)
         };
-        let widths: Vec<usize> = (0..HEAD.len()).map(width).collect();
+        let widths: Vec<usize> = (0..head.len()).map(width).collect();
         let cell = |i: usize, text: &str, emphasis: Option<Emphasis>| {
             let n = widths[i].saturating_sub(text.chars().count());
             let shown = emphasis.map_or_else(|| text.to_owned(), |e| style(e, text));
-            match (HEAD[i].1, i + 1 == HEAD.len()) {
+            match (head[i].1, i + 1 == head.len()) {
                 (true, _) => format!("{}{shown}", " ".repeat(n)),
                 (false, true) => shown,
                 (false, false) => format!("{shown}{}", " ".repeat(n)),
             }
         };
-        let head: Vec<String> = HEAD
+        let head_cells: Vec<String> = head
             .iter()
             .enumerate()
             .map(|(i, (h, _))| cell(i, h, None))
             .collect();
-        let mut out = style(Emphasis::Header, head.join("  ").trim_end());
+        let mut out = style(Emphasis::Header, head_cells.join("  ").trim_end());
         for r in &rows {
             let line: Vec<String> = r
                 .iter()
@@ -686,6 +697,7 @@ mod tests {
             unique_ids_observed: 1,
             started_at: "t".to_owned(),
             finished_at: None,
+            mcp_server: None,
         };
         let report = super::super::runs::RunsReport {
             runs: vec![row("run-10", 3, "a"), row("run-9", 12345, "bb")],

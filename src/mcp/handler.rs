@@ -13,7 +13,6 @@ use serde_json::{Map, Value};
 use super::outcome::error_answer;
 use super::{read, scan, tools, Server};
 use crate::contract::closest;
-use crate::receipt::RunId;
 
 /// Guidance the server gives agents when they connect.
 const INSTRUCTIONS: &str = "scanledger scans paginated sources to the end and proves (or refuses to prove) completeness. \
@@ -116,13 +115,6 @@ impl Args {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(format!("argument {key:?} must be a string")),
         }
-    }
-
-    pub(crate) fn run(&self, key: &str) -> Result<RunId, String> {
-        let text = self
-            .string(key)?
-            .ok_or_else(|| format!("argument {key:?} is required (a run: run-N)"))?;
-        text.parse::<RunId>()
     }
 
     pub(crate) fn u64_in(&self, key: &str, max: u64) -> Result<Option<u64>, String> {

@@ -37,17 +37,21 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
 }
 
-/// Serves `handler` (a fresh clone per session) at `http://ADDR/mcp` until the process ends;
-/// calls `ready` with the bound address once listening.
+/// Serves a handler made by `session` for each client session at `http://ADDR/mcp` until the
+/// process ends; calls `ready` with the bound address once listening.
 ///
 /// # Errors
 /// When the address cannot be bound.
-pub async fn serve_http<H: ServerHandler + Clone + Send + Sync + 'static>(
-    handler: H,
+pub async fn serve_http<H, F>(
+    session: F,
     addr: SocketAddr,
     options: &HttpOptions,
     ready: impl FnOnce(SocketAddr),
-) -> Result<(), std::io::Error> {
+) -> Result<(), std::io::Error>
+where
+    H: ServerHandler + Send + Sync + 'static,
+    F: Fn() -> H + Send + Sync + 'static,
+{
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let mut hosts: Vec<String> = vec![
@@ -62,7 +66,7 @@ pub async fn serve_http<H: ServerHandler + Clone + Send + Sync + 'static>(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]);
     let service: StreamableHttpService<H, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config);
+        StreamableHttpService::new(move || Ok(session()), Arc::default(), config);
     ready(bound);
     let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     let mut tasks = JoinSet::new();

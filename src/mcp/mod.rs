@@ -41,7 +41,7 @@ pub use catalog::{Catalog, CATALOG_SOURCES_MAX};
 pub use frame::MESSAGE_BYTES_MAX;
 pub use http::{serve_http, HttpOptions};
 pub use outcome::{error_answer, outcome_of, scan_answer, ShownIds, TOTAL_LIKE_KEYS};
-pub use proxy::Proxy;
+pub use proxy::{Proxy, ProxySession, SESSIONS_MAX};
 
 /// How the server runs.
 #[derive(Debug, Clone)]

@@ -185,7 +185,9 @@ pub(crate) async fn resume_scan(
         "deadline_seconds",
         "ids_max",
     ])?;
-    let run = args.run("run_id")?;
+    let run_text = args
+        .string("run_id")?
+        .ok_or("argument \"run_id\" is required (a run: run-N, N or latest)")?;
     let raise = Raise {
         max_pages: args
             .u64_in("max_pages", u64::from(PAGES_PER_RUN_MAX))?
@@ -199,7 +201,19 @@ pub(crate) async fn resume_scan(
         .unwrap_or(IDS_SHOWN_DEFAULT);
     let _held = server.shared.writer_lock.lock().await;
     let mut store = open_store(server)?;
-    let header = blocking(|| store.read().and_then(|s| s.header(run))).map_err(|e| chain(&e))?;
+    let (run, header) = blocking(|| -> Result<_, String> {
+        let snap = store.read().map_err(|e| chain(&e))?;
+        let run = if run_text == "latest" {
+            snap.latest()
+                .map_err(|e| chain(&e))?
+                .ok_or("`latest` names the newest run, and the store has no run yet")?
+        } else {
+            run_text
+                .parse::<RunId>()
+                .map_err(|_| format!("{run_text:?} is not a run (run-N, N or latest)"))?
+        };
+        Ok((run, snap.header(run).map_err(|e| chain(&e))?))
+    })?;
     // Only a run of a declared source: the recorded spec must be one the operator named.
     let spec = header.source_spec.clone().unwrap_or_default();
     if server.shared.options.catalog.name_of(&spec).is_none() {
@@ -261,13 +275,42 @@ fn answer(
     if let Some(p) = provenance {
         extra.insert("server".into(), Value::from(p));
     }
-    Ok(scan_answer(
+    let mut answer = scan_answer(
         &receipt,
         &done.contract,
         resumable(status, done.reconciler.progress()),
         ids,
         extra,
-    ))
+    );
+    if let Value::Object(a) = &mut answer {
+        if a.get("resume_scan").is_some_and(Value::is_object) {
+            a.insert(
+                "resume_to_end".into(),
+                resume_to_end(&receipt.run_id, &receipt.limits_hit),
+            );
+        }
+    }
+    Ok(answer)
+}
+
+/// The `resume_scan` call that can reach the end in one go: every budget that stopped the run
+/// lifted to the most this server accepts (`resume_scan`, beside it, doubles them instead).
+fn resume_to_end(run: &str, limits_hit: &[String]) -> Value {
+    // The largest integer every JSON client reads exactly: unbounded in practice.
+    const EXACT_MAX: u64 = (1 << 53) - 1;
+    let mut args = Map::new();
+    args.insert("run_id".into(), Value::from(run));
+    for hit in limits_hit {
+        let (key, most) = match hit.as_str() {
+            "max_pages" => ("max_pages", u64::from(PAGES_PER_RUN_MAX)),
+            "max_records" => ("max_records", EXACT_MAX),
+            "max_bytes" => ("max_bytes", EXACT_MAX),
+            "deadline" => ("deadline_seconds", crate::contract::DEADLINE_SECONDS_MAX),
+            _ => continue,
+        };
+        args.insert(key.into(), Value::from(most));
+    }
+    serde_json::json!({"tool": "resume_scan", "arguments": Value::Object(args)})
 }
 
 pub(crate) fn open_store(server: &Server) -> Result<Store, String> {

@@ -33,11 +33,7 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
     }
 }
 
-fn run_id() -> Value {
-    json!({"type": "string", "pattern": "^(run-)?[0-9]+$", "description": "A run of the store: run-N or N"})
-}
-
-/// A run argument of the read tools, which take `latest` too (as the command line does).
+/// A run argument: `run-N`, `N` or `latest`, as the command line takes it.
 fn read_run_id() -> Value {
     json!({"type": "string", "pattern": "^((run-)?[0-9]+|latest)$", "description": "A run of the store: run-N, N, or latest (the newest run)"})
 }
@@ -71,9 +67,10 @@ pub(crate) fn catalogue<'a>(sources: impl Iterator<Item = &'a str>) -> Vec<Tool>
                     "ids_max": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "At most this many IDs in the answer (default 1000); page_run serves the rest."}
                 }}), false),
         tool(RESUME, "Continue a run that stopped early (a budget, an interruption, a failed page) from its stored cursor, \
-            with budgets raised. Only runs of the operator's declared sources can be resumed.",
+            with budgets raised; run_id may be latest. A partial answer offers two calls: resume_scan (the budget that fired doubled) \
+            and resume_to_end (the budgets that fired lifted to the most this server accepts). Only runs of the operator's declared sources can be resumed.",
             json!({"type": "object", "additionalProperties": false, "required": ["run_id"],
-                "properties": {"run_id": run_id(), "max_pages": limits, "max_records": limits, "max_bytes": limits,
+                "properties": {"run_id": read_run_id(), "max_pages": limits, "max_records": limits, "max_bytes": limits,
                     "deadline_seconds": limits,
                     "ids_max": {"type": "integer", "minimum": 1, "maximum": 100000}}}), false),
         tool(RECEIPT, "The completeness receipt of a recorded run, with its outcome.",

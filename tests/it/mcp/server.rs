@@ -16,6 +16,15 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// Runs drive.py with `script` against `target` (`["stdio", "--", PROGRAM, ARGS...]` or
 /// `["http", URL]`); returns its JSON lines.
 pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
+    drive_with_stderr(dir, script, target).0
+}
+
+/// [`drive`], with what drive.py and the server it started wrote to stderr.
+pub(crate) fn drive_with_stderr(
+    dir: &Path,
+    script: &Value,
+    target: &[&str],
+) -> (Vec<Value>, String) {
     let sc = util::write(dir, "script.json", &script.to_string());
     let mut args = vec![
         peers().join("drive.py").to_string_lossy().into_owned(),
@@ -36,10 +45,11 @@ pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
         !stderr.contains("canary"),
         "a secret on the server's stderr:\n{stderr}"
     );
-    stdout
+    let lines = stdout
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+        .collect();
+    (lines, stderr.into_owned())
 }
 
 /// A store directory with two declared sources: `customers` (5 IDs in 2 pages) and `slow`
@@ -94,7 +104,7 @@ fn script() -> Value {
         {"list_tools": true},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"page_size": 3}}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"limits": {"max_pages": 1}}}},
-        {"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}},
+        {"tool": "resume_scan", "arguments": {"run_id": "latest", "max_pages": 2}},
         {"tool": "scan_collection", "arguments": {"source": "slow"}, "progress": true},
         {"tool": "scan_collection", "arguments": {"source": "../../etc/passwd"}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "path": "/etc/passwd"}},
@@ -153,7 +163,12 @@ fn check_answers(lines: &[Value]) {
         partial["resume_scan"],
         json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}})
     );
-    // The call the answer gave, made: the same run, now the whole collection.
+    // Or, to reach the end in one go, the budget that fired lifted to the server's bound.
+    assert_eq!(
+        partial["resume_to_end"],
+        json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": scanledger::PAGES_PER_RUN_MAX}})
+    );
+    // The call the answer gave, made (naming the run `latest`): the same run, now whole.
     let resumed = &lines[4]["structured"];
     assert_eq!(
         (
