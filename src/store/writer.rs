@@ -34,9 +34,40 @@ pub(crate) struct NewRun {
     pub(crate) source_spec: Option<String>,
 }
 
+/// Bytes of what waits for the next durable checkpoint (the journal record or the commit a
+/// group of `--checkpoint-every` pages makes): a page log, IDs, labels, new strings and content
+/// leaves, counted as the writer holds them. Reaching it brings the checkpoint forward, so a
+/// group of large pages is never held whole in memory (docs/REFERENCE.md §10, the group
+/// commit's bound). A page holds at most `ITEMS_PER_PAGE_MAX` IDs (0.8 MB of them), so what
+/// waits stays within this bound plus one page.
+pub(crate) const PENDING_BYTES_MAX: u64 = 16 << 20;
+
+/// Bytes a delta adds to what waits: 8 per ID, 12 per label pair, a string's bytes and its
+/// bookkeeping, a page log and its partitions and leaves (an estimate from above of what the
+/// writer's vectors and sets hold; never a stored size).
+fn delta_bytes(delta: &Delta) -> u64 {
+    const STRING_OVERHEAD_BYTES: u64 = 40;
+    const SET_ENTRY_BYTES: u64 = 32;
+    let strings: u64 = delta
+        .interned
+        .iter()
+        .map(|(_, s)| s.len() as u64 + STRING_OVERHEAD_BYTES)
+        .sum();
+    let entries =
+        (delta.partitions.len() + delta.label_partitions.len() + delta.content_leaves.len()) as u64;
+    (delta.ids.len() as u64)
+        .saturating_mul(8)
+        .saturating_add((delta.label_ids.len() as u64).saturating_mul(12))
+        .saturating_add(strings)
+        .saturating_add(entries.saturating_mul(SET_ENTRY_BYTES))
+        .saturating_add(std::mem::size_of::<PageLog>() as u64)
+}
+
 /// What the run changed since the last commit to redb.
 #[derive(Debug, Default)]
 struct Pending {
+    /// What the fields below hold, by [`delta_bytes`].
+    bytes: u64,
     pages: Vec<PageLog>,
     partitions: BTreeSet<u64>,
     label_partitions: BTreeSet<(u32, u64)>,
@@ -47,6 +78,8 @@ struct Pending {
 /// What the run changed since the last journal record (journaled stores only).
 #[derive(Debug, Default)]
 struct Unjournaled {
+    /// What the fields below hold, by [`delta_bytes`].
+    bytes: u64,
     pages: Vec<PageLog>,
     ids: Vec<u64>,
     label_ids: Vec<(u32, u64)>,
@@ -56,6 +89,7 @@ struct Unjournaled {
 
 impl Unjournaled {
     fn add(&mut self, delta: &Delta) {
+        self.bytes = self.bytes.saturating_add(delta_bytes(delta));
         if let Some(p) = &delta.page {
             self.pages.push(p.clone());
         }
@@ -231,6 +265,7 @@ impl<'s> RunWriter<'s> {
         if let Some(u) = &mut self.unjournaled {
             u.add(&delta);
         }
+        self.pending.bytes = self.pending.bytes.saturating_add(delta_bytes(&delta));
         if let Some(p) = delta.page {
             self.pending.pages.push(p);
         }
@@ -242,13 +277,21 @@ impl<'s> RunWriter<'s> {
         if !page_seen {
             return self.commit(rec);
         }
-        if !rec.is_finished() && self.pending_pages() < every {
+        // What waits is bounded in bytes whatever the page size and the group: past the bound
+        // the checkpoint comes forward (the group is a most, never a least).
+        let waiting_bytes = self
+            .unjournaled
+            .as_ref()
+            .map_or(self.pending.bytes, |u| u.bytes);
+        if !rec.is_finished() && self.pending_pages() < every && waiting_bytes < PENDING_BYTES_MAX {
             return Ok(());
         }
         if self.unjournaled.is_none() {
             return self.commit(rec);
         }
-        if !self.append(rec)? || self.store.fold_due() {
+        // The redb side waits for a fold; it is bounded alike.
+        let fold_forward = self.pending.bytes >= PENDING_BYTES_MAX;
+        if !self.append(rec)? || self.store.fold_due() || fold_forward {
             // Not journaled (a record too large for the journal), or time to fold.
             self.commit(rec)?;
         }

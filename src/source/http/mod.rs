@@ -22,7 +22,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use reqwest::header::{
+    HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT,
+};
 use reqwest::{Client, Response};
 use serde_json::{Map, Value};
 
@@ -172,9 +174,15 @@ impl HttpSource {
         if let Some((name, secret)) = &c.auth {
             builder = builder.header(name, secret.value().clone());
         }
-        builder
+        let mut request = builder
             .build()
-            .map_err(|e| other("cannot build the request", e.without_url()))
+            .map_err(|e| other("cannot build the request", e.without_url()))?;
+        // The body is read as sent, never decoded: the request asks for no encoding (over any
+        // `Accept-Encoding` the config's headers set), and `read_body`'s caller refuses one.
+        request
+            .headers_mut()
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        Ok(request)
     }
 
     /// Reads the body of a 2xx response, refusing it as soon as it passes the bound.
@@ -216,6 +224,33 @@ impl HttpSource {
         }
         seen.windows(marker.len()).any(|w| w == marker.as_bytes())
     }
+}
+
+/// Refuses a response whose body is encoded (`Content-Encoding` other than `identity`): the
+/// source asks for `identity` and never decodes, so a gzip body is never read as JSON text and
+/// a plain body labelled `br` is never taken as what its label says. An invalid page (R16),
+/// naming the encoding (at most 64 printable characters of the header).
+fn refuse_encoded(resp: &Response) -> Result<(), FetchError> {
+    for value in resp.headers().get_all(CONTENT_ENCODING) {
+        let text = value.to_str().unwrap_or("(not text)");
+        let encoded = text
+            .split(',')
+            .map(str::trim)
+            .any(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"));
+        if encoded {
+            let shown: String = text
+                .chars()
+                .filter(|c| c.is_ascii_graphic() || *c == ' ')
+                .take(64)
+                .collect();
+            return Err(FetchError::InvalidPage {
+                detail: format!(
+                    "the response body is encoded ({shown:?}, Content-Encoding); this source asks for identity (Accept-Encoding: identity) and does not decode"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A failure of the source itself (not of a page), with its cause chained.
@@ -269,6 +304,7 @@ impl PageSource for HttpSource {
                 marker,
             ));
         }
+        refuse_encoded(&resp)?;
         let body = self.read_body(&mut resp).await?;
         self.config
             .mapping

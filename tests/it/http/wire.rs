@@ -311,3 +311,89 @@ fn http_slow_page_hits_the_per_page_timeout() -> TestResult {
     assert_eq!(server.requests().len(), 3);
     Ok(())
 }
+
+/// CRC-32 (IEEE) of `bytes`, for the gzip trailer below.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for b in bytes {
+        crc ^= u32::from(*b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// `text` as a gzip member (one stored deflate block): what a server sends with
+/// `Content-Encoding: gzip`.
+fn gzip_stored(text: &str) -> Vec<u8> {
+    let data = text.as_bytes();
+    let len = u16::try_from(data.len()).unwrap();
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    out.push(1); // the last block, stored
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(!len).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&u32::from(len).to_le_bytes());
+    out
+}
+
+/// The HTTP source ignored `Content-Encoding`: a gzip body (a server that compresses whatever
+/// the client asked) failed as "not strict JSON at line 1, column 1", and a plain JSON body
+/// labelled `br` was read as JSON and verified. It now asks for `identity` and refuses any
+/// other encoding by name (an invalid page, so the run fails and never verifies). This serves
+/// both from the loopback server and checks the request's `Accept-Encoding`.
+#[test]
+fn http_encoded_bodies_are_refused_by_name_never_misread() -> TestResult {
+    let body = json!({"items": [{"id": 1}], "next_page_token": null}).to_string();
+    for (reply, encoding) in [
+        (
+            Reply {
+                body: gzip_stored(&body),
+                ..Reply::status(200, "")
+            }
+            .with_header("Content-Encoding", "gzip"),
+            "gzip",
+        ),
+        (
+            Reply::status(200, &body).with_header("Content-Encoding", "br"),
+            "br",
+        ),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let server = Server::start(routes("page_token", vec![(None, vec![reply])]));
+        let r = expect(
+            &scan(dir.path(), &server, json!({}), json!({}), &[]),
+            4,
+            "failed",
+            &["invalid_page"],
+        );
+        let detail = r["violations"][0]["detail"].as_str().unwrap_or("");
+        assert!(
+            detail.contains(&format!("{encoding:?}")) && detail.contains("Content-Encoding"),
+            "{encoding}: {detail}"
+        );
+        let asked = server.requests();
+        assert_eq!(
+            asked[0].header("Accept-Encoding"),
+            Some("identity"),
+            "{asked:?}"
+        );
+    }
+    // `identity` (the one encoding asked for) is read as any plain body.
+    let dir = tempfile::tempdir()?;
+    let reply = Reply::status(200, &body).with_header("Content-Encoding", "identity");
+    let server = Server::start(routes("page_token", vec![(None, vec![reply])]));
+    expect(
+        &scan(dir.path(), &server, json!({}), json!({}), &[]),
+        0,
+        "verified",
+        &[],
+    );
+    Ok(())
+}
