@@ -300,7 +300,7 @@ fn write_ids(
         let codec = Renderer::for_ids(snap, header, [])?;
         for id in ids.iter() {
             let v = match header.contract.id_codec {
-                IdCodecKind::Int => codec.json(id),
+                IdCodecKind::Int | IdCodecKind::Signed => codec.json(id),
                 _ => serde_json::Value::String(codec.render(id)),
             };
             if let Err(e) = put(sink, &v) {
