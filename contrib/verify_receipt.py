@@ -12,7 +12,9 @@ one the program runs.
     python3 contrib/verify_receipt.py receipt.json ids.txt [--format text|roaring]
                                       [--prefix PREFIX] [--json]
 
-Text exports: one ID per line; `int` IDs are decimal numbers, `prefixed` IDs are a prefix and
+Text exports: one ID per line; `int` IDs are decimal numbers, `signed` IDs decimal numbers
+with an optional minus (the ID of n is (n mod 2^64) XOR 2^63, docs/FORMAT.md "ID codecs"),
+`prefixed` IDs are a prefix and
 decimal digits without leading zeros (the prefix is taken as everything before the trailing
 digits unless --prefix says otherwise), `string` IDs are the inside of a JSON string literal.
 `--format jsonl` reads one JSON value per line. The receipt's `id_codec` says which tree to
@@ -88,6 +90,35 @@ def read_text_lines(lines, prefix, path):
             raise Unusable(f"{path}:{line_no}: {line[:40]!r} does not fit 64 bits")
         ids.append(value)
     return ids
+
+
+SIGNED = re.compile(r"0|-?[1-9][0-9]*")
+SIGN_BIT = 1 << 63
+
+
+def signed_id(n):
+    """The `signed` codec's ID of the integer n (-2^63 <= n < 2^63): order-preserving."""
+    return (n & ID_TOP) ^ SIGN_BIT
+
+
+def read_signed(values, path):
+    """IDs of a `signed` run, from its text lines or JSON values, in file order."""
+    ids = []
+    for line_no, value in enumerate(values, 1):
+        if isinstance(value, str):
+            if not SIGNED.fullmatch(value):
+                raise Unusable(f"{path}:{line_no}: {value[:40]!r} is not a signed ID as the codec writes it")
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or not -SIGN_BIT <= value < SIGN_BIT:
+            raise Unusable(f"{path}:{line_no}: not a signed ID (an integer from -2^63 to 2^63-1)")
+        ids.append(signed_id(value))
+    return ids
+
+
+def read_jsonl_values(path):
+    """The JSON values of a JSON Lines export."""
+    with open(path, "r", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
 
 
 def read_strings(path, jsonl):
@@ -352,6 +383,11 @@ def main(argv):
             ids = read_strings(args.ids, args.format == "jsonl")
         elif args.format == "roaring":
             ids = read_roaring(args.ids)
+        elif receipt["id_codec"] == "signed" and args.format == "jsonl":
+            ids = read_signed(read_jsonl_values(args.ids), args.ids)
+        elif receipt["id_codec"] == "signed":
+            with open(args.ids, "r", encoding="utf-8") as f:
+                ids = read_signed([line.rstrip("\n") for line in f], args.ids)
         elif args.format == "jsonl" and receipt["id_codec"] == "int":
             ids = read_jsonl_numbers(args.ids)
         elif args.format == "jsonl":

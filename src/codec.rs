@@ -1,8 +1,10 @@
 //! ID codecs: how an ID in its original form maps to a u64 and back (docs/REFERENCE.md §3, docs/FORMAT.md §5).
 //!
-//! `int` takes non-negative JSON integers as they are. `prefixed` takes a fixed prefix and
-//! decimal digits without leading zeros, ordered by number. `string` interns any UTF-8 string
-//! into a dense u64 space kept per (source, tenant), so runs over one collection share IDs.
+//! `int` takes non-negative JSON integers as they are. `signed` takes signed 64-bit integers,
+//! in order: the ID of `n` is `(n as u64) XOR 2^63`, so -2^63 is 0, -1 is 2^63-1, 0 is 2^63
+//! and 2^63-1 is 2^64-1. `prefixed` takes a fixed prefix and decimal digits without leading
+//! zeros, ordered by number. `string` interns any UTF-8 string into a dense u64 space kept per
+//! (source, tenant), so runs over one collection share IDs.
 //! An ID that does not fit is an error returned to the caller (R16), never coerced.
 //! Pure: the interner lives in memory; the store loads and persists it around a run.
 
@@ -59,6 +61,42 @@ pub enum CodecError {
         /// The bound.
         max: u64,
     },
+    /// An integer the codec cannot hold (a negative one under `int`, one past 2^63-1 under
+    /// `signed`); `hint` names the codec that can.
+    #[error("ID {shown} is outside the {codec} codec ({range}): {hint}")]
+    OutOfRange {
+        /// The ID.
+        shown: String,
+        /// The codec.
+        codec: &'static str,
+        /// The integers the codec holds.
+        range: &'static str,
+        /// What to use instead.
+        hint: &'static str,
+    },
+}
+
+/// The sign bit of an ID: the `signed` codec's ID of `n` is `(n as u64) ^ SIGN_BIT`.
+const SIGN_BIT: u64 = 1 << 63;
+
+/// The `signed` codec's ID of `n`: order-preserving, `i64::MIN` to 0 and `i64::MAX` to
+/// `u64::MAX`.
+///
+/// ```
+/// use scanledger::{signed_id, signed_of};
+/// assert_eq!(signed_id(-5), (1 << 63) - 5);
+/// assert!(signed_id(-1) < signed_id(0) && signed_id(0) == 1 << 63);
+/// assert_eq!(signed_of(signed_id(i64::MIN)), i64::MIN);
+/// ```
+#[must_use]
+pub fn signed_id(n: i64) -> u64 {
+    u64::from_be_bytes(n.to_be_bytes()) ^ SIGN_BIT
+}
+
+/// The integer whose `signed` ID is `id` (the inverse of [`signed_id`]).
+#[must_use]
+pub fn signed_of(id: u64) -> i64 {
+    i64::from_be_bytes((id ^ SIGN_BIT).to_be_bytes())
 }
 
 fn shorten(s: &str) -> String {
@@ -218,7 +256,26 @@ impl IdCodec {
     pub fn encode(&mut self, raw: &RawId) -> Result<u64, CodecError> {
         match (self.kind, raw) {
             (IdCodecKind::Int, RawId::Int(n)) => Ok(*n),
+            (IdCodecKind::Int, RawId::Neg(n)) => Err(CodecError::OutOfRange {
+                shown: n.to_string(),
+                codec: "int",
+                range: "0 to 2^64-1",
+                hint: "for negative keys set \"id_codec\": \"signed\"",
+            }),
             (IdCodecKind::Int, other) => Err(wrong_type(other, "int", "non-negative integers")),
+            (IdCodecKind::Signed, RawId::Neg(n)) => Ok(signed_id(*n)),
+            (IdCodecKind::Signed, RawId::Int(n)) => match i64::try_from(*n) {
+                Ok(n) => Ok(signed_id(n)),
+                Err(_) => Err(CodecError::OutOfRange {
+                    shown: n.to_string(),
+                    codec: "signed",
+                    range: "-2^63 to 2^63-1",
+                    hint: "for unsigned keys past 2^63-1 set \"id_codec\": \"int\"",
+                }),
+            },
+            (IdCodecKind::Signed, other) => {
+                Err(wrong_type(other, "signed", "integers from -2^63 to 2^63-1"))
+            }
             (IdCodecKind::Prefixed, RawId::Str(s)) => self.encode_prefixed(s),
             (IdCodecKind::Prefixed, other) => Err(wrong_type(
                 other,
@@ -288,6 +345,7 @@ impl IdCodec {
     pub fn render(&self, id: u64) -> String {
         match self.kind {
             IdCodecKind::Int => id.to_string(),
+            IdCodecKind::Signed => signed_of(id).to_string(),
             IdCodecKind::Prefixed => format!("{}{id}", self.prefix.as_deref().unwrap_or("")),
             IdCodecKind::String => self
                 .interner
@@ -311,6 +369,7 @@ impl IdCodec {
     pub fn parse_existing(&self, text: &str) -> Option<u64> {
         let id = match self.kind {
             IdCodecKind::Int => text.parse().ok(),
+            IdCodecKind::Signed => text.parse().ok().map(signed_id),
             IdCodecKind::Prefixed => {
                 let digits = match &self.prefix {
                     Some(p) => text.strip_prefix(p.as_str())?,
@@ -362,8 +421,9 @@ fn decimal(digits: &str) -> Result<u64, &'static str> {
 fn wrong_type(raw: &RawId, codec: &'static str, wants: &'static str) -> CodecError {
     let (shown, found) = match raw {
         RawId::Int(n) => (n.to_string(), "an integer"),
+        RawId::Neg(n) => (n.to_string(), "an integer"),
         RawId::Str(s) => (shorten(s), "a string"),
-        RawId::Other(s) => (shorten(s), "neither a non-negative integer nor a string"),
+        RawId::Other(s) => (shorten(s), "neither an integer nor a string"),
     };
     CodecError::WrongType {
         shown,
@@ -374,6 +434,7 @@ fn wrong_type(raw: &RawId, codec: &'static str, wants: &'static str) -> CodecErr
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 mod tests {
     use super::*;
 
@@ -418,5 +479,57 @@ mod tests {
                 problem: "leading zeros are not allowed"
             })
         );
+    }
+
+    #[test]
+    fn signed_ids_keep_the_key_order_and_print_as_given() {
+        let mut c = IdCodec::new(IdCodecKind::Signed, None);
+        let keys = [
+            i64::MIN,
+            i64::MIN + 1,
+            -5,
+            -1,
+            0,
+            1,
+            42,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let mut previous = None;
+        for k in keys {
+            let id = c.encode(&RawId::of_i64(k)).unwrap();
+            assert!(previous.is_none_or(|p| p < id), "{k} keeps its place");
+            previous = Some(id);
+            assert_eq!(signed_of(id), k);
+            assert_eq!(c.render(id), k.to_string());
+            assert_eq!(c.parse_existing(&k.to_string()), Some(id));
+        }
+        assert_eq!(c.encode(&RawId::Int(0)), Ok(1 << 63));
+        assert_eq!(c.encode(&RawId::Neg(i64::MIN)), Ok(0));
+        assert_eq!(c.encode(&RawId::Int(i64::MAX as u64)), Ok(u64::MAX));
+        // Only the form the codec writes.
+        for text in ["+5", "-0", "05", "-05", " 5", "9223372036854775808", ""] {
+            assert_eq!(c.parse_existing(text), None, "{text:?}");
+        }
+        // Past 2^63-1, and not an integer: refused, naming the codec that would take it.
+        let e = c.encode(&RawId::Int(u64::MAX)).unwrap_err().to_string();
+        assert!(
+            e.contains("18446744073709551615") && e.contains("\"id_codec\": \"int\""),
+            "{e}"
+        );
+        assert!(c.encode(&RawId::Str("-5".into())).is_err());
+        assert!(c.encode(&RawId::Other("1.5".into())).is_err());
+    }
+
+    #[test]
+    fn a_negative_id_under_int_is_refused_naming_the_signed_codec() {
+        let mut c = IdCodec::new(IdCodecKind::Int, None);
+        let e = c.encode(&RawId::Neg(-5)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "ID -5 is outside the int codec (0 to 2^64-1): for negative keys set \"id_codec\": \"signed\""
+        );
+        assert_eq!(c.encode(&RawId::Int(u64::MAX)), Ok(u64::MAX));
+        assert_eq!(c.parse_existing("-5"), None);
     }
 }

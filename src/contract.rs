@@ -172,12 +172,34 @@ pub enum EndSignal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdCodecKind {
-    /// Non-negative JSON integers.
+    /// Non-negative JSON integers (0 to 2^64-1), the ID is the integer.
     Int,
     /// A fixed prefix and decimal digits without leading zeros.
     Prefixed,
     /// Any UTF-8 string, interned per (source, tenant).
     String,
+    /// Signed 64-bit integers (-2^63 to 2^63-1) in key order: the ID of `n` is
+    /// `(n as u64) XOR 2^63` (docs/FORMAT.md §5), printed as `n`.
+    Signed,
+}
+
+impl IdCodecKind {
+    /// The codec's name, as a contract writes it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            IdCodecKind::Int => "int",
+            IdCodecKind::Prefixed => "prefixed",
+            IdCodecKind::String => "string",
+            IdCodecKind::Signed => "signed",
+        }
+    }
+
+    /// Whether IDs are integers in their original form (`int`, `signed`).
+    #[must_use]
+    pub fn is_integer(self) -> bool {
+        matches!(self, IdCodecKind::Int | IdCodecKind::Signed)
+    }
 }
 
 /// The stopping rule (docs/REFERENCE.md §3).
@@ -506,12 +528,29 @@ fn opt_json<T: Into<Value>>(v: Option<T>) -> Value {
 /// An ID as the source gave it, before the codec maps it to u64.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RawId {
-    /// A JSON integer (non-negative; negative ones never reach here).
+    /// A non-negative integer (0 to 2^64-1).
     Int(u64),
+    /// A negative integer (-2^63 to -1); the `signed` codec takes it, `int` refuses it.
+    Neg(i64),
     /// A JSON string.
     Str(String),
-    /// Anything else the source sent (a float, a negative number, an object), kept for the error.
+    /// Anything else the source sent (a float, an integer below -2^63, an object), kept for
+    /// the error.
     Other(String),
+}
+
+impl RawId {
+    /// The ID of an integer: `Int` when it is not negative, else `Neg`.
+    ///
+    /// ```
+    /// use scanledger::RawId;
+    /// assert_eq!(RawId::of_i64(-5), RawId::Neg(-5));
+    /// assert_eq!(RawId::of_i64(5), RawId::Int(5));
+    /// ```
+    #[must_use]
+    pub fn of_i64(n: i64) -> RawId {
+        u64::try_from(n).map_or(RawId::Neg(n), RawId::Int)
+    }
 }
 
 /// One item of a page: an ID, the labels the source attached to it, and optionally the

@@ -92,7 +92,7 @@ pub mod token;
 
 pub use token::TokenError;
 
-pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
+pub use codec::{signed_id, signed_of, CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
     collect, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan, scan_with,
     Error, IncompleteRead, Inventory, MemoryLog, Reread, Result, RunLog, ScanResult,

@@ -448,6 +448,7 @@ impl Inventory {
     pub fn ids(&self) -> impl Iterator<Item = RawId> + '_ {
         self.ids.iter().map(|id| match self.codec.kind() {
             crate::contract::IdCodecKind::Int => RawId::Int(id),
+            crate::contract::IdCodecKind::Signed => RawId::of_i64(crate::codec::signed_of(id)),
             _ => RawId::Str(self.codec.render(id)),
         })
     }

@@ -78,11 +78,7 @@ pub enum NotComparable {
 }
 
 fn codec_name(k: IdCodecKind) -> &'static str {
-    match k {
-        IdCodecKind::Int => "int",
-        IdCodecKind::Prefixed => "prefixed",
-        IdCodecKind::String => "string",
-    }
+    k.name()
 }
 
 fn scope_name(c: &Comparable<'_>) -> String {

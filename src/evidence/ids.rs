@@ -44,6 +44,7 @@ fn problem_of(header: &RunHeader, text: &str) -> String {
         (IdCodecKind::Prefixed, Some(p)) => format!("is not an ID of this run's prefix {p:?}"),
         (IdCodecKind::Prefixed, None) => "is not an ID: the run has learned no prefix".to_owned(),
         (IdCodecKind::String, _) => "is not an ID: a string ID is not empty".to_owned(),
+        (IdCodecKind::Signed, _) => "is not an integer from -2^63 to 2^63-1 as the codec writes it (decimal digits after an optional minus, without a leading zero)".to_owned(),
         _ => format!("is not an integer from 0 to 2^64-1 as the codec writes it {FORM}"),
     }
 }

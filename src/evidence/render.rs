@@ -46,6 +46,7 @@ impl Renderer {
     pub fn render(&self, id: u64) -> String {
         match self.kind {
             IdCodecKind::Int => id.to_string(),
+            IdCodecKind::Signed => crate::codec::signed_of(id).to_string(),
             IdCodecKind::Prefixed => format!("{}{id}", self.prefix.as_deref().unwrap_or("")),
             IdCodecKind::String => self
                 .strings
@@ -55,11 +56,13 @@ impl Renderer {
         }
     }
 
-    /// The original form as JSON: a number for the `int` codec, a string otherwise.
+    /// The original form as JSON: a number for the `int` and `signed` codecs, a string
+    /// otherwise.
     #[must_use]
     pub fn json(&self, id: u64) -> serde_json::Value {
         match self.kind {
             IdCodecKind::Int => serde_json::Value::from(id),
+            IdCodecKind::Signed => serde_json::Value::from(crate::codec::signed_of(id)),
             _ => serde_json::Value::String(self.render(id)),
         }
     }

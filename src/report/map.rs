@@ -277,6 +277,11 @@ fn id_range(input: &ReportInput, first: u64, last: u64) -> String {
         .map_or(u64::MAX, |b| b | ((1 << PARTITION_BITS) - 1));
     match input.id_codec {
         IdCodecKind::Int => format!(" · IDs {lo}–{hi}"),
+        IdCodecKind::Signed => format!(
+            " · IDs {}–{}",
+            crate::codec::signed_of(lo),
+            crate::codec::signed_of(hi)
+        ),
         IdCodecKind::Prefixed => {
             let pre = escape(&super::text::clip(
                 input.id_prefix.as_deref().unwrap_or(""),

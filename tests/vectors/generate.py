@@ -317,7 +317,28 @@ def main():
             "record_hash": content_hash([tuple(v) for v in values]).hex(),
         })
 
+    # ID codecs: an integer's u64 under `int` and `signed`, and the root of a signed set.
+    def signed_id(n):
+        return (n & ((1 << 64) - 1)) ^ (1 << 63)
+    codec_vectors = []
+    for n in [-(1 << 63), -(1 << 63) + 1, -65537, -5, -1, 0, 1, 65535, (1 << 63) - 1]:
+        codec_vectors.append({"codec": "signed", "id": n, "text": str(n), "u64": signed_id(n)})
+    for n in [0, 7, (1 << 63), (1 << 64) - 1]:
+        codec_vectors.append({"codec": "int", "id": n, "text": str(n), "u64": n})
+    signed_set = [-(1 << 63), -70000, -5, -1, 0, 3, 65536, (1 << 63) - 1]
+    parts = {}
+    for u in sorted({signed_id(n) for n in signed_set}):
+        parts.setdefault(u >> 16, []).append(u & 0xFFFF)
+    codec_vectors.append({
+        "codec": "signed",
+        "name": "the Merkle root of a signed set",
+        "ids": signed_set,
+        "partitions": len(parts),
+        "merkle_root": display(mth([leaf(p, parts[p])[0] for p in sorted(parts)])),
+    })
+
     for fname, data in [
+        ("id_codec.json", codec_vectors),
         ("string_root.json", string_vectors),
         ("content.json", content_vectors),
         ("query_digest.json", qd_vectors),

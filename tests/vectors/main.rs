@@ -293,3 +293,37 @@ fn content_vectors() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn id_codec_vectors() {
+    use scanledger::{IdCodec, IdCodecKind, RawId};
+    for v in &load("id_codec.json") {
+        let kind = match str_of(v, "codec") {
+            "signed" => IdCodecKind::Signed,
+            "int" => IdCodecKind::Int,
+            other => panic!("codec {other}"),
+        };
+        let mut codec = IdCodec::new(kind, None);
+        let raw = |n: &Value| match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => RawId::Int(u),
+            (None, Some(i)) => RawId::Neg(i),
+            _ => panic!("an ID is an integer: {n}"),
+        };
+        if let Some(ids) = v["ids"].as_array() {
+            let mut set = IdSet::new();
+            for n in ids {
+                set.insert(codec.encode(&raw(n)).expect("a signed ID"));
+            }
+            assert_eq!(set.partitions().count() as u64, u64_of(v, "partitions"));
+            assert_eq!(
+                digest::display(&digest::merkle_root(&set)),
+                str_of(v, "merkle_root")
+            );
+            continue;
+        }
+        let id = codec.encode(&raw(&v["id"])).expect("an ID of its codec");
+        assert_eq!(id, u64_of(v, "u64"), "{v}");
+        assert_eq!(codec.render(id), str_of(v, "text"), "{v}");
+        assert_eq!(codec.parse_existing(str_of(v, "text")), Some(id), "{v}");
+    }
+}

@@ -140,11 +140,7 @@ impl From<ReadError> for MigrationError {
 }
 
 fn codec_word(k: IdCodecKind) -> &'static str {
-    match k {
-        IdCodecKind::Int => "int",
-        IdCodecKind::Prefixed => "prefixed",
-        IdCodecKind::String => "string",
-    }
+    k.name()
 }
 
 /// What a migration verdict is asked.

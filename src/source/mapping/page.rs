@@ -192,9 +192,11 @@ impl Mapping {
 fn raw_id(v: &Value) -> RawId {
     match v {
         Value::String(s) => RawId::Str(s.clone()),
-        Value::Number(n) => n
-            .as_u64()
-            .map_or_else(|| RawId::Other(n.to_string()), RawId::Int),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => RawId::Int(u),
+            (None, Some(i)) => RawId::Neg(i),
+            (None, None) => RawId::Other(n.to_string()),
+        },
         other => {
             let mut shown = other.to_string();
             if shown.len() > OTHER_ID_SHOWN_MAX {

@@ -35,6 +35,7 @@ fn ids_json(page: &Page) -> Value {
             .iter()
             .map(|i| match &i.id {
                 RawId::Int(n) => json!(n),
+                RawId::Neg(n) => json!(n),
                 RawId::Str(s) => json!(s),
                 RawId::Other(o) => json!({ "other": o }),
             })
@@ -446,7 +447,8 @@ fn defaults_are_the_documented_ones() {
         body,
         &Position::First,
         Want {
-            ids: json!([1, "a", {"other": "-3"}]),
+            // A negative integer reaches the codec as one (`signed` takes it).
+            ids: json!([1, "a", -3]),
             next: None,
             complete: None,
             total: None,

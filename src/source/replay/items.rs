@@ -6,8 +6,9 @@
 //! `LABELS_PER_ITEM_MAX + 1` labels (one past the bound, so the reconciler reports R16),
 //! reading the rest without keeping it; a generator yields at most `ITEMS_PER_PAGE_MAX + 1`
 //! IDs whatever its range, with checked arithmetic up to `u64::MAX`, and its prefix is at most
-//! `PREFIX_LEN_MAX` bytes. An ID of another JSON type (negative, fractional, `true`, an array)
-//! is kept as `RawId::Other` with a short description for the codec to refuse (R16).
+//! `PREFIX_LEN_MAX` bytes. An integer ID is a `RawId::Int`, or when negative a `RawId::Neg` (the
+//! `signed` codec takes it); an ID of another JSON type (fractional, `true`, an array) is kept
+//! as `RawId::Other` with a short description for the codec to refuse (R16).
 
 use std::fmt;
 
@@ -243,7 +244,7 @@ impl<'de> Visitor<'de> for ItemSeed<'_> {
         Ok(())
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        self.id(|| RawId::Other(v.to_string()));
+        self.id(|| RawId::of_i64(v));
         Ok(())
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
@@ -337,7 +338,7 @@ impl<'de> Visitor<'de> for IdSeed {
         Ok(self.keep.then(|| RawId::Str(v.to_owned())))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<RawId>, E> {
-        Ok(self.keep.then(|| RawId::Other(v.to_string())))
+        Ok(self.keep.then(|| RawId::of_i64(v)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<RawId>, E> {
         Ok(self.keep.then(|| RawId::Other(float_text(v))))

@@ -177,14 +177,18 @@ fn lists_keep_one_item_and_one_label_past_their_bounds() {
 
 #[test]
 fn ids_of_other_json_types_are_kept_for_the_codec_to_refuse() {
-    let line = r#"{"cursor": null, "items": [-1, 1.5, true, null, [1, [2]], {"id": {"x": [1]}}, {"id": "a", "labels": null}, 100000000000000000000]}"#;
+    // A negative integer is an integer ID (the `signed` codec takes it, `int` refuses it);
+    // one below -2^63 is a float to JSON, and kept as another type.
+    let line = r#"{"cursor": null, "items": [-9223372036854775809, -9223372036854775808, -1, 1.5, true, null, [1, [2]], {"id": {"x": [1]}}, {"id": "a", "labels": null}, 100000000000000000000]}"#;
     let page = source(line).answer(&Request::First).unwrap();
     let ids: Vec<RawId> = page.items.into_iter().map(|i| i.id).collect();
     let other = |s: &str| RawId::Other(s.to_owned());
     assert_eq!(
         ids,
         vec![
-            other("-1"),
+            other("-9.223372036854776e+18"),
+            RawId::Neg(i64::MIN),
+            RawId::Neg(-1),
             other("1.5"),
             other("true"),
             other("null"),

@@ -77,9 +77,11 @@ impl Key {
     /// integer is a `RawId::Neg` (the `signed` codec takes it; `int` refuses it, R16).
     pub(crate) fn into_raw_id(self) -> RawId {
         match self {
-            Key::Int(n) => {
-                u64::try_from(n).map_or_else(|_| RawId::Other(n.to_string()), RawId::Int)
-            }
+            Key::Int(n) => match (u64::try_from(n), i64::try_from(n)) {
+                (Ok(u), _) => RawId::Int(u),
+                (Err(_), Ok(i)) => RawId::Neg(i),
+                (Err(_), Err(_)) => RawId::Other(n.to_string()),
+            },
             Key::Text(s) => RawId::Str(s),
             Key::Uuid(b) => RawId::Str(uuid_text(&b)),
         }
@@ -118,6 +120,7 @@ impl Key {
 pub(crate) fn id_text(id: &RawId) -> String {
     match id {
         RawId::Int(u) => u.to_string(),
+        RawId::Neg(i) => i.to_string(),
         RawId::Str(s) | RawId::Other(s) => s.clone(),
     }
 }
@@ -193,13 +196,18 @@ pub(crate) struct Span {
 pub(crate) fn span(scope: &Scope, codec: IdCodecKind) -> Option<Span> {
     let range = scope.key_range?;
     let key_of = |id: u64| -> i128 {
-        let _ = codec;
-        i128::from(id)
+        match codec {
+            IdCodecKind::Signed => i128::from(crate::codec::signed_of(id)),
+            _ => i128::from(id),
+        }
     };
     let lo = key_of(range.lo);
     // Half-open `[lo, hi)`: the last ID is `hi - 1` (a range has `lo < hi`).
     let last = key_of(range.hi.saturating_sub(1));
-    let (first_shard, last_shard) = (false, false);
+    let (first_shard, last_shard) = match &scope.shard {
+        Some(s) => (s.index == 0, s.index.saturating_add(1) >= s.count),
+        None => (false, false),
+    };
     Some(Span {
         lo: (!first_shard).then_some(lo),
         last: (!last_shard).then_some(last),

@@ -354,11 +354,20 @@ impl<D: Dialect> SqlSource<D> {
 /// The IDs of keys `lo..=hi` under `codec`, clamped to what the codec can hold; `None` when no
 /// key of the span is an ID.
 fn id_bounds(codec: IdCodecKind, lo: i128, hi: i128) -> Option<(u64, u64)> {
-    let _ = codec;
-    let id = |k: i128| u64::try_from(k.clamp(0, i128::from(u64::MAX))).ok();
-    if hi < 0 {
+    let (min, max) = match codec {
+        IdCodecKind::Signed => (i128::from(i64::MIN), i128::from(i64::MAX)),
+        _ => (0, i128::from(u64::MAX)),
+    };
+    if hi < min || lo > max {
         return None;
     }
+    let id = |k: i128| -> Option<u64> {
+        let k = k.clamp(min, max);
+        match codec {
+            IdCodecKind::Signed => i64::try_from(k).ok().map(crate::codec::signed_id),
+            _ => u64::try_from(k).ok(),
+        }
+    };
     Some((id(lo)?, id(hi)?))
 }
 
@@ -366,12 +375,13 @@ fn id_bounds(codec: IdCodecKind, lo: i128, hi: i128) -> Option<(u64, u64)> {
 /// column under `int` can: only a negative key is refused, as it is met).
 fn codec_problem(codec: IdCodecKind, ty: key::KeyType) -> Option<&'static str> {
     match (codec, ty.is_int()) {
-        (IdCodecKind::Int, true) | (IdCodecKind::String | IdCodecKind::Prefixed, false) => None,
-        (IdCodecKind::Int, false) => Some(
+        (IdCodecKind::Int | IdCodecKind::Signed, true)
+        | (IdCodecKind::String | IdCodecKind::Prefixed, false) => None,
+        (IdCodecKind::Int | IdCodecKind::Signed, false) => Some(
             "holds text: its IDs need \"id_codec\": \"string\" (or \"prefixed\" for keys such as \"customer-42\")",
         ),
         (IdCodecKind::String | IdCodecKind::Prefixed, true) => Some(
-            "is an integer: its IDs need \"id_codec\": \"int\" (keys from 0 to 2^64-1)",
+            "is an integer: its IDs need \"id_codec\": \"int\" (keys from 0 to 2^64-1) or \"signed\" (from -2^63 to 2^63-1)",
         ),
     }
 }

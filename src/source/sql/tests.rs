@@ -117,6 +117,31 @@ fn a_span_binds_within_the_column_type_or_holds_nothing() {
         super::key::span(&scope, IdCodecKind::Int),
         Some(span(Some(10), Some(19)))
     );
+    // Under `signed` the IDs are keys plus 2^63.
+    scope.key_range = KeyRange::new(0, 1 << 63);
+    assert_eq!(
+        super::key::span(&scope, IdCodecKind::Signed),
+        Some(span(Some(i128::from(i64::MIN)), Some(-1)))
+    );
+    // A plan's first and last shards are open at the plan's outer ends; a middle one is not.
+    scope.key_range = KeyRange::new(10, 20);
+    for (index, count, want) in [
+        (0, 3, span(None, Some(19))),
+        (1, 3, span(Some(10), Some(19))),
+        (2, 3, span(Some(10), None)),
+        (0, 1, span(None, None)),
+    ] {
+        scope.shard = Some(crate::contract::ShardRef {
+            plan: "sha256:00".into(),
+            index,
+            count,
+        });
+        assert_eq!(
+            super::key::span(&scope, IdCodecKind::Int),
+            Some(want),
+            "shard {index} of {count}"
+        );
+    }
 }
 
 /// Feeds `keys` (with the server's "equal to the bound" flags) to a page of `page_size`.
@@ -214,10 +239,7 @@ fn integer_and_uuid_keys_strictly_increase_from_the_bound_on() {
             Some(&Key::Int(-5)),
             &[(Key::Int(-5), true), k(-1), k(0), k(7)]
         ),
-        Ok((
-            vec![RawId::Other("-1".into()), RawId::Int(0), RawId::Int(7)],
-            false
-        ))
+        Ok((vec![RawId::Neg(-1), RawId::Int(0), RawId::Int(7)], false))
     );
     // A repeated key, a key below the bound, a key out of order: refused.
     for keys in [

@@ -92,6 +92,20 @@ impl Db {
         })
     }
 
+    /// The first column of every row of `sql`, as text (NULL as "NULL").
+    pub(crate) fn column(&self, sql: &str) -> std::collections::BTreeSet<String> {
+        self.rt.block_on(async {
+            let mut c = mysql_async::Conn::new(mysql_async::Opts::from_url(ROOT_DSN).unwrap())
+                .await
+                .unwrap();
+            let rows: Vec<Option<String>> = c.query(sql).await.unwrap();
+            let _ = c.disconnect().await;
+            rows.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".to_owned()))
+                .collect()
+        })
+    }
+
     /// A fresh table name for `tag`, dropped when the `Db` is.
     pub(crate) fn table(&self, tag: &str) -> String {
         let name = format!("sl_my_{tag}_{}", std::process::id());

@@ -7,6 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
 
 mod order;
+mod props;
+mod shards;
+mod signed;
 
 use serde_json::{json, Value};
 
