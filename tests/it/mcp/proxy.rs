@@ -206,14 +206,14 @@ fn the_proxy_over_streamable_http_answers_the_same_without_a_store() -> TestResu
 fn proxy_configs_are_refused_with_the_key() -> TestResult {
     let dir = tempfile::tempdir()?;
     for (cfg, words) in [
-        (json!({}), "missing key \\\"upstream\\\""),
+        (json!({}), "missing required key \\\"upstream\\\""),
         (
             json!({"upstream": {"command": ["x"]}, "pagniated": {}}),
             "did you mean \\\"paginated\\\"",
         ),
         (
             json!({"upstream": {"comand": ["x"]}}),
-            "did you mean \\\"command\\\"",
+            "did you mean \\\"upstream.command\\\"",
         ),
         (
             json!({"upstream": {"command": ["x"]}, "paginated": {"t": {"contract": {"query": {}}}}}),
