@@ -46,10 +46,21 @@ pub(crate) fn serve(out: &Out, sources: Option<&PathBuf>, serve: &Serve) -> Resu
     run_on(&runtime()?, move || server.clone(), serve, "scanledger mcp")
 }
 
+/// The server's runtime: two workers, so a scan's store work (its fsyncs, in
+/// `block_in_place`) leaves the other to answer other calls.
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    // Two workers: a scan's store work (its fsyncs) leaves the other to answer other calls.
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
+}
+
+/// The proxy's runtime: one thread. rmcp hands each notification of a session to a task of
+/// its own; one thread runs those tasks in the order they arrived, so the upstream's
+/// notifications (progress above all) reach the client in their order.
+fn proxy_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
@@ -106,7 +117,7 @@ where
 pub(crate) fn proxy(out: &Out, config: &std::path::Path, serve: &Serve) -> Result<i32, CliError> {
     let _ = out;
     // The upstream session lives on the runtime that started it: one runtime for both.
-    let rt = runtime()?;
+    let rt = proxy_runtime()?;
     let proxy = rt
         .block_on(scanledger::mcp::Proxy::start(config))
         .map_err(|e| CliError::from(Error::Source(e)))?;

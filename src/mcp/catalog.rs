@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::SourceError;
-use crate::json::{self, Numbers};
+use crate::json::{self, ConfigError, Numbers};
 
 /// Sources one catalog may declare.
 pub const CATALOG_SOURCES_MAX: usize = 1024;
@@ -35,34 +35,44 @@ impl Catalog {
     /// `SourceError::File` or `SourceError::Config` naming the entry at fault.
     pub fn read(path: &Path) -> Result<Catalog, SourceError> {
         let text = crate::io_bound::read_text(path, CATALOG_BYTES_MAX)?;
-        let bad = |problem: String| SourceError::Config {
+        let at = |error: ConfigError| SourceError::ConfigFile {
             path: path.to_owned(),
-            problem,
+            error: error.placed(&text),
         };
-        let value =
-            json::parse(&text, Numbers::Any).map_err(|e| bad(format!("malformed JSON: {e}")))?;
+        let value = json::parse(&text, Numbers::Any).map_err(|e| at(e.into()))?;
+        let base = path.parent().unwrap_or_else(|| Path::new("."));
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_owned());
+        Catalog::resolve(&value, &base).map_err(at)
+    }
+
+    fn resolve(value: &Value, base: &Path) -> Result<Catalog, ConfigError> {
         let Value::Object(obj) = value else {
-            return Err(bad(
-                "the sources file must be a JSON object of NAME: SPEC strings".into(),
+            return Err(ConfigError::invalid(
+                "",
+                "the sources file must be a JSON object of NAME: SPEC strings",
             ));
         };
         if obj.len() > CATALOG_SOURCES_MAX {
-            return Err(bad(format!("more than {CATALOG_SOURCES_MAX} sources")));
+            return Err(ConfigError::invalid(
+                "",
+                format!("more than {CATALOG_SOURCES_MAX} sources"),
+            ));
         }
-        let base = path.parent().unwrap_or_else(|| Path::new("."));
-        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_owned());
         let mut entries = Vec::with_capacity(obj.len());
         for (name, spec) in obj {
             if name.is_empty() || name.len() > NAME_LEN_MAX || name.chars().any(char::is_control) {
-                return Err(bad(format!(
-                    "source name {:?}: 1 to {NAME_LEN_MAX} bytes, no control characters",
-                    crate::receipt::terminal_safe(&name)
-                )));
+                return Err(ConfigError::invalid(
+                    name,
+                    format!("a source name is 1 to {NAME_LEN_MAX} bytes, no control characters"),
+                ));
             }
             let Value::String(spec) = spec else {
-                return Err(bad(format!("source {name:?}: the spec must be a string")));
+                return Err(ConfigError::invalid(
+                    name,
+                    "the spec must be a string (a --source argument)",
+                ));
             };
-            entries.push((name, absolute(&spec, &base)));
+            entries.push((name.clone(), absolute(spec, base)));
         }
         Ok(Catalog { entries })
     }
@@ -149,7 +159,7 @@ mod tests {
         for (text, words) in [
             ("[]", "JSON object"),
             (r#"{"a": 1}"#, "must be a string"),
-            (r#"{"": "sim:"}"#, "source name"),
+            (r#"{"": "sim:"}"#, "a source name is 1 to"),
         ] {
             std::fs::write(&file, text).unwrap();
             let e = Catalog::read(&file).unwrap_err().to_string();

@@ -10,17 +10,16 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::contract::{closest, Contract, CONTRACT_BYTES_MAX};
+use crate::contract::{Contract, CONTRACT_BYTES_MAX};
 use crate::error::SourceError;
-use crate::json::{self, Numbers};
+use crate::json::{self, ConfigError, Numbers};
 use crate::source::mcp::McpConfig;
 
 /// Tools one proxy may declare paginated.
 const PAGINATED_MAX: usize = 256;
-/// The keys of the file.
-const KEYS: &[&str] = &["upstream", "store", "paginated"];
 /// The keys of `upstream`.
 const UPSTREAM_KEYS: &[&str] = &[
     "command",
@@ -58,123 +57,127 @@ pub(crate) struct ProxyConfig {
     pub(crate) paginated: Vec<(String, Paged)>,
 }
 
-fn bad(path: &Path, problem: impl Into<String>) -> SourceError {
-    SourceError::Config {
-        path: path.to_owned(),
-        problem: problem.into(),
-    }
+/// The file's keys, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProxyFile {
+    upstream: Map<String, Value>,
+    store: Option<String>,
+    paginated: Option<Map<String, Value>>,
 }
 
-fn unknown(path: &Path, key: &str, known: &[&str], at: &str) -> SourceError {
-    let hint = closest(key, known)
-        .map(|c| format!("; did you mean {c:?}?"))
-        .unwrap_or_default();
-    bad(path, format!("{at}unknown key {key:?}{hint}"))
+fn bad(field: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::invalid(field, problem)
 }
 
 impl ProxyConfig {
     /// Reads and validates the file (and the secret `auth_env` names).
     ///
     /// # Errors
-    /// `SourceError` naming the file and the key.
+    /// `SourceError::ConfigFile` naming the key, its line and column; `SourceError::Io` or
+    /// `SourceError::File` when unreadable.
     pub(crate) fn read(path: &Path) -> Result<ProxyConfig, SourceError> {
         let text = crate::io_bound::read_text(path, CONTRACT_BYTES_MAX as u64)?;
-        let v = json::parse(&text, Numbers::Any)
-            .map_err(|e| bad(path, format!("malformed JSON: {e}")))?;
-        let Value::Object(obj) = v else {
-            return Err(bad(path, "the proxy config must be a JSON object"));
+        let at = |error: ConfigError| SourceError::ConfigFile {
+            path: path.to_owned(),
+            error: error.placed(&text),
         };
-        if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(unknown(path, k, KEYS, ""));
-        }
-        let Some(Value::Object(up)) = obj.get("upstream") else {
-            return Err(bad(path, "missing key \"upstream\": {\"command\": [PROGRAM, ARG...]} or {\"url\": \"http://HOST:PORT/mcp\"}"));
-        };
-        if let Some(k) = up.keys().find(|k| !UPSTREAM_KEYS.contains(&k.as_str())) {
-            return Err(unknown(path, k, UPSTREAM_KEYS, "upstream: "));
-        }
-        let base = path.parent().unwrap_or_else(|| Path::new("."));
-        let store = match obj.get("store") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if !s.is_empty() => Some(base.join(s)),
-            Some(_) => return Err(bad(path, "key \"store\": must be a path (a string)")),
-        };
-        let with_tool = |tool: &str, extra: &Map<String, Value>| {
-            let mut m = up.clone();
-            m.insert("tool".into(), Value::from(tool));
-            m.extend(extra.clone());
-            Value::Object(m)
-        };
-        let upstream =
-            McpConfig::from_value(path, &with_tool("-", &Map::new()), |n| std::env::var_os(n))?;
-        let paginated_obj = match obj.get("paginated") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(p)) if p.len() <= PAGINATED_MAX => p.clone(),
-            Some(_) => {
-                return Err(bad(
-                    path,
-                    format!(
-                    "key \"paginated\": an object of at most {PAGINATED_MAX} TOOL: MAPPING entries"
-                ),
-                ))
-            }
-        };
-        let mut paginated = Vec::with_capacity(paginated_obj.len());
-        for (tool, spec) in paginated_obj {
-            let at = |p: String| bad(path, format!("paginated.{tool}: {p}"));
-            let Value::Object(mut spec) = spec else {
-                return Err(at("must be an object of mapping keys".into()));
-            };
-            for k in UPSTREAM_KEYS.iter().chain(&["tool", "list"]) {
-                if spec.contains_key(*k) {
-                    return Err(at(format!(
-                        "key {k:?} belongs to \"upstream\" (one session serves every tool)"
-                    )));
-                }
-            }
-            let mut contract = match spec.remove("contract") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(c)) => c,
-                Some(_) => return Err(at("key \"contract\": must be a contract object".into())),
-            };
-            if contract.contains_key("query") {
-                return Err(at(
-                    "key \"contract\": no \"query\": each call's arguments are the query".into(),
-                ));
-            }
-            contract
-                .entry("source")
-                .or_insert_with(|| Value::from(tool.as_str()));
-            // MCP tools name their items by strings far more often than by numbers.
-            contract
-                .entry("id_codec")
-                .or_insert_with(|| Value::from("string"));
-            let contract = Contract::from_json(&Value::Object(contract).to_string())
-                .map_err(|e| at(format!("contract: {e}")))?;
-            let keep_items = match spec.remove("keep_items") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => b,
-                Some(_) => return Err(at("key \"keep_items\": true or false".into())),
-            };
-            let config =
-                McpConfig::from_value(path, &with_tool(&tool, &spec), |n| std::env::var_os(n))
-                    .map_err(|e| at(e.to_string()))?;
-            let own_args: Vec<String> = config.mapping.sent_names().map(str::to_owned).collect();
-            paginated.push((
-                tool,
-                Paged {
-                    config,
-                    contract,
-                    own_args,
-                    keep_items,
-                },
+        let v = json::parse(&text, Numbers::Any).map_err(|e| at(e.into()))?;
+        resolve(path, &v).map_err(at)
+    }
+}
+
+fn resolve(path: &Path, v: &Value) -> Result<ProxyConfig, ConfigError> {
+    let file: ProxyFile = json::from_value(v)?;
+    let up = file.upstream;
+    if let Some(k) = up.keys().find(|k| !UPSTREAM_KEYS.contains(&k.as_str())) {
+        return Err(ConfigError::unknown(k, UPSTREAM_KEYS).under(&["upstream"]));
+    }
+    let base = path.parent().unwrap_or_else(|| Path::new("."));
+    let store = match file.store {
+        None => None,
+        Some(s) if !s.is_empty() => Some(base.join(s)),
+        Some(_) => return Err(bad("store", "must be a path (a non-empty string)")),
+    };
+    let with_tool = |tool: &str, extra: &Map<String, Value>| {
+        let mut m = up.clone();
+        m.insert("tool".into(), Value::from(tool));
+        m.extend(extra.clone());
+        Value::Object(m)
+    };
+    let upstream =
+        McpConfig::resolve_at(path, &with_tool("-", &Map::new()), |n| std::env::var_os(n))
+            .map_err(|e| e.under(&["upstream"]))?;
+    let paginated_obj = file.paginated.unwrap_or_default();
+    if paginated_obj.len() > PAGINATED_MAX {
+        return Err(bad(
+            "paginated",
+            format!("at most {PAGINATED_MAX} TOOL: MAPPING entries"),
+        ));
+    }
+    let mut paginated = Vec::with_capacity(paginated_obj.len());
+    for (tool, spec) in paginated_obj {
+        let paged = paged(path, &tool, spec, &with_tool)
+            .map_err(|e| e.under(&["paginated", tool.as_str()]))?;
+        paginated.push((tool, paged));
+    }
+    Ok(ProxyConfig {
+        path: path.to_owned(),
+        upstream,
+        store,
+        paginated,
+    })
+}
+
+/// One paginated tool's entry.
+fn paged(
+    path: &Path,
+    tool: &str,
+    spec: Value,
+    with_tool: &dyn Fn(&str, &Map<String, Value>) -> Value,
+) -> Result<Paged, ConfigError> {
+    let Value::Object(mut spec) = spec else {
+        return Err(bad("", "must be an object of mapping keys"));
+    };
+    for k in UPSTREAM_KEYS.iter().chain(&["tool", "list"]) {
+        if spec.contains_key(*k) {
+            return Err(bad(
+                k,
+                "belongs to \"upstream\" (one session serves every tool)",
             ));
         }
-        Ok(ProxyConfig {
-            path: path.to_owned(),
-            upstream,
-            store,
-            paginated,
-        })
     }
+    let mut contract = match spec.remove("contract") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(c)) => c,
+        Some(_) => return Err(bad("contract", "must be a contract object")),
+    };
+    if contract.contains_key("query") {
+        return Err(bad(
+            "contract.query",
+            "each call's arguments are the query: leave it out",
+        ));
+    }
+    contract
+        .entry("source")
+        .or_insert_with(|| Value::from(tool));
+    // MCP tools name their items by strings far more often than by numbers.
+    contract
+        .entry("id_codec")
+        .or_insert_with(|| Value::from("string"));
+    let contract = Contract::from_json(&Value::Object(contract).to_string())
+        .map_err(|e| bad("contract", e.to_string()))?;
+    let keep_items = match spec.remove("keep_items") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err(bad("keep_items", "must be true or false")),
+    };
+    let config = McpConfig::resolve_at(path, &with_tool(tool, &spec), |n| std::env::var_os(n))?;
+    let own_args: Vec<String> = config.mapping.sent_names().map(str::to_owned).collect();
+    Ok(Paged {
+        config,
+        contract,
+        own_args,
+        keep_items,
+    })
 }

@@ -51,6 +51,9 @@ struct InFlight {
 #[derive(Debug, Default)]
 pub(crate) struct SessionState {
     in_flight: Mutex<Vec<InFlight>>,
+    /// Held from a request's send until it is in `in_flight`, and by a progress notification
+    /// while it looks its request up: the upstream's progress can never beat the entry.
+    registering: tokio::sync::Mutex<()>,
     /// The session's whole lists.
     pub(crate) lists: Cache,
 }
@@ -144,17 +147,25 @@ pub(crate) async fn forward(
     let client_token = context.meta.get_progress_token();
     // The client's `_meta` goes on; rmcp sets the upstream's progress token itself.
     request.get_meta_mut().extend(context.meta.clone());
+    let registering = state.registering.lock().await;
     let handle = upstream
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .map_err(service_error)?;
     let id = handle.id.clone();
-    state.add(InFlight {
+    let added = state.add(InFlight {
         upstream: id.clone(),
         downstream: context.id.clone(),
         upstream_token: handle.progress_token.clone(),
         downstream_token: client_token,
-    })?;
+    });
+    drop(registering);
+    if let Err(e) = added {
+        let _ = handle
+            .cancel(Some("too many requests in flight".into()))
+            .await;
+        return Err(e);
+    }
     let answered = answer_or_cancel(handle, &context.ct).await;
     state.remove(&id);
     answered
@@ -200,7 +211,11 @@ impl Service<RoleClient> for Relay {
         let notification = match notification {
             ServerNotification::ProgressNotification(mut n) => {
                 // Only to a client that asked for progress, under its own token.
-                let Some(token) = self.state.client_token(&n.params.progress_token) else {
+                let token = {
+                    let _registered = self.state.registering.lock().await;
+                    self.state.client_token(&n.params.progress_token)
+                };
+                let Some(token) = token else {
                     return Ok(());
                 };
                 n.params.progress_token = token;

@@ -7,14 +7,14 @@
 //! `auth_env`, the values of `env`) live only in [`Secret`]s, whose `Debug` is redacted: no
 //! error names a value, only the key or the variable.
 
-use crate::error::config_error as bad;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::contract::{closest, CONTRACT_BYTES_MAX, PAGE_SIZE_BYTES_MAX};
+use crate::contract::{CONTRACT_BYTES_MAX, PAGE_SIZE_BYTES_MAX};
 use crate::error::SourceError;
-use crate::json::{self, Numbers};
+use crate::json::{self, ConfigError, Numbers};
 use crate::source::mapping::{self, Mapping, ResultFrom};
 
 /// Bytes of the config file.
@@ -29,23 +29,6 @@ const EXPIRED_MARKER_LEN_MAX: usize = 1024;
 pub(crate) const INIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 /// The longest `init_timeout_ms`.
 const INIT_TIMEOUT_MS_MAX: u64 = 10 * 60 * 1000;
-
-/// The keys of the MCP source itself; the argument names are translated to mapping keys, the
-/// rest are mapping keys (`mapping::KEYS`).
-pub(crate) const MCP_KEYS: &[&str] = &[
-    "command",
-    "url",
-    "env",
-    "cwd",
-    "tool",
-    "list",
-    "auth_env",
-    "expired_marker",
-    "max_result_bytes",
-    "init_timeout_ms",
-    "stderr_log",
-    "result_part",
-];
 
 /// The MCP names of the mapping's request parameters.
 const ARG_KEYS: &[(&str, &str)] = &[
@@ -159,39 +142,67 @@ pub struct McpConfig {
     pub(crate) result_from: ResultFrom,
 }
 
-fn text<'a>(
-    path: &Path,
-    obj: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, SourceError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= WORD_LEN_MAX => Ok(Some(s)),
+/// The MCP source's own keys, as written (the argument names and the mapping's keys are
+/// split off first and read by `mapping`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    env: Option<Map<String, Value>>,
+    cwd: Option<String>,
+    tool: Option<String>,
+    list: Option<ListName>,
+    auth_env: Option<String>,
+    expired_marker: Option<String>,
+    max_result_bytes: Option<u64>,
+    init_timeout_ms: Option<u64>,
+    stderr_log: Option<String>,
+    result_part: Option<PartName>,
+}
+
+/// `list`, as configs spell it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ListName {
+    Tools,
+    Resources,
+    Prompts,
+    ResourceTemplates,
+}
+
+/// `result_part`, as configs spell it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PartName {
+    Auto,
+    Structured,
+    Wrapped,
+    Text,
+}
+
+fn bad(field: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::invalid(field, problem)
+}
+
+/// A string key: 1 to `WORD_LEN_MAX` bytes, no NUL.
+fn word<'a>(field: &str, v: Option<&'a String>) -> Result<Option<&'a str>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(s) if !s.is_empty() && s.len() <= WORD_LEN_MAX && !s.contains('\0') => Ok(Some(s)),
         Some(_) => Err(bad(
-            path,
-            format!("key {key:?}: must be a string of 1 to {WORD_LEN_MAX} bytes"),
+            field,
+            format!("must be a string of 1 to {WORD_LEN_MAX} bytes"),
         )),
     }
 }
 
-fn bounded_u64(
-    path: &Path,
-    obj: &Map<String, Value>,
-    key: &str,
-    max: u64,
-) -> Result<Option<u64>, SourceError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| (1..=max).contains(n))
-            .map(Some)
-            .ok_or_else(|| {
-                bad(
-                    path,
-                    format!("key {key:?}: must be an integer from 1 to {max}"),
-                )
-            }),
+fn bounded(field: &str, v: Option<u64>, max: u64) -> Result<Option<u64>, ConfigError> {
+    match v {
+        Some(n) if !(1..=max).contains(&n) => {
+            Err(bad(field, format!("must be an integer from 1 to {max}")))
+        }
+        other => Ok(other),
     }
 }
 
@@ -199,80 +210,94 @@ impl McpConfig {
     /// Reads and validates a config file, reading the secret `auth_env` names.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable; `SourceError::Config` naming the key otherwise.
+    /// `SourceError::Io` when unreadable; `SourceError::ConfigFile` naming the key, its line
+    /// and column otherwise.
     pub fn read(path: &Path) -> Result<McpConfig, SourceError> {
         let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
-        let value = json::parse(&text, Numbers::Any)
-            .map_err(|e| bad(path, format!("malformed JSON: {e}")))?;
-        McpConfig::from_value(path, &value, |name| std::env::var_os(name))
+        let at = |error: ConfigError| SourceError::ConfigFile {
+            path: path.to_owned(),
+            error: error.placed(&text),
+        };
+        let value = json::parse(&text, Numbers::Any).map_err(|e| at(e.into()))?;
+        McpConfig::resolve(&value, base_of(path), |name| std::env::var_os(name)).map_err(at)
     }
 
     /// Validates a parsed config; `env` looks up the variable `auth_env` names. A relative
     /// `cwd` or `stderr_log` is taken from the config file's directory.
     ///
     /// # Errors
-    /// As [`McpConfig::read`].
+    /// As [`McpConfig::read`], without positions.
     pub fn from_value(
         path: &Path,
         value: &Value,
         env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
     ) -> Result<McpConfig, SourceError> {
-        let Value::Object(obj) = value else {
-            return Err(bad(path, "the config must be a JSON object"));
-        };
-        let mut own = Map::new();
-        let mut mapping_keys = Map::new();
-        for (k, v) in obj {
-            if MCP_KEYS.contains(&k.as_str()) {
-                own.insert(k.clone(), v.clone());
-            } else if let Some((_, param)) = ARG_KEYS.iter().find(|(arg, _)| arg == k) {
-                mapping_keys.insert((*param).to_owned(), v.clone());
-            } else if let Some((arg, _)) = ARG_KEYS.iter().find(|(_, param)| param == k) {
+        McpConfig::resolve(value, base_of(path), env).map_err(|error| SourceError::ConfigFile {
+            path: path.to_owned(),
+            error,
+        })
+    }
+
+    /// [`McpConfig::from_value`] with the error as the config layer's (for a file that holds
+    /// this config inside its own: the proxy's).
+    pub(crate) fn resolve_at(
+        path: &Path,
+        value: &Value,
+        env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<McpConfig, ConfigError> {
+        McpConfig::resolve(value, base_of(path), env)
+    }
+
+    fn resolve(
+        value: &Value,
+        base: &Path,
+        env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<McpConfig, ConfigError> {
+        if let Value::Object(obj) = value {
+            // The HTTP spellings of the arguments, refused with the MCP name to use.
+            if let Some((arg, param)) = ARG_KEYS.iter().find(|(_, p)| obj.contains_key(*p)) {
                 return Err(bad(
-                    path,
-                    format!("key {k:?}: an MCP tool takes arguments; the key is {arg:?}"),
+                    param,
+                    format!("an MCP tool takes arguments; the key is {arg:?}"),
                 ));
-            } else if mapping::KEYS.contains(&k.as_str()) {
-                mapping_keys.insert(k.clone(), v.clone());
-            } else {
-                let mut known: Vec<&str> = MCP_KEYS.to_vec();
-                known.extend(ARG_KEYS.iter().map(|(a, _)| *a));
-                known.extend(mapping::KEYS.iter().filter(|k| !k.ends_with("_param")));
-                let hint = closest(k, &known)
-                    .map(|c| format!("; did you mean {c:?}?"))
-                    .unwrap_or_default();
-                return Err(bad(path, format!("unknown key {k:?}{hint}")));
             }
         }
-        let base = path.parent().unwrap_or_else(|| Path::new("."));
-        let transport = transport(path, &own, base, env)?;
-        let (target, mapping) = target(path, &own, &mapping_keys)?;
-        let expired_marker = text(path, &own, "expired_marker")?.map(str::to_owned);
-        if expired_marker
-            .as_ref()
-            .is_some_and(|m| m.len() > EXPIRED_MARKER_LEN_MAX)
-        {
+        let args: Vec<&str> = ARG_KEYS.iter().map(|(a, _)| *a).collect();
+        let mapping_names: Vec<&str> = mapping::KEYS
+            .iter()
+            .copied()
+            .filter(|k| !k.ends_with("_param"))
+            .collect();
+        let [own, arg_keys, mut mapping_keys] = <[_; 3]>::try_from(json::split_keys(
+            value,
+            &[json::field_names::<McpFile>(), &args, &mapping_names],
+        )?)
+        .unwrap_or_default();
+        for (arg, v) in arg_keys {
+            if let Some((_, param)) = ARG_KEYS.iter().find(|(a, _)| *a == arg) {
+                mapping_keys.insert((*param).to_owned(), v);
+            }
+        }
+        let own: McpFile = json::from_value(&Value::Object(own))?;
+        let transport = transport(&own, base, env)?;
+        let (target, mapping) = target(&own, &mapping_keys)?;
+        let expired_marker = word("expired_marker", own.expired_marker.as_ref())?;
+        if expired_marker.is_some_and(|m| m.len() > EXPIRED_MARKER_LEN_MAX) {
             return Err(bad(
-                path,
-                format!("key \"expired_marker\": at most {EXPIRED_MARKER_LEN_MAX} bytes"),
+                "expired_marker",
+                format!("at most {EXPIRED_MARKER_LEN_MAX} bytes"),
             ));
         }
-        let result_from = match text(path, &own, "result_part")? {
-            None => ResultFrom::Auto,
-            Some(name) => ResultFrom::parse(name).ok_or_else(|| {
-                bad(
-                    path,
-                    format!(
-                        "key \"result_part\": must be one of {}",
-                        ResultFrom::NAMES.join(", ")
-                    ),
-                )
-            })?,
+        let result_from = match own.result_part {
+            None | Some(PartName::Auto) => ResultFrom::Auto,
+            Some(PartName::Structured) => ResultFrom::Structured,
+            Some(PartName::Wrapped) => ResultFrom::Wrapped,
+            Some(PartName::Text) => ResultFrom::Text,
         };
         if result_from != ResultFrom::Auto && matches!(target, Target::List(_)) {
             return Err(bad(
-                path,
-                "key \"result_part\": applies to a tool's results, not to a protocol list",
+                "result_part",
+                "applies to a tool's results, not to a protocol list",
             ));
         }
         Ok(McpConfig {
@@ -280,10 +305,14 @@ impl McpConfig {
             transport,
             target,
             mapping,
-            expired_marker,
-            max_result_bytes: bounded_u64(path, &own, "max_result_bytes", PAGE_SIZE_BYTES_MAX)?
-                .unwrap_or(PAGE_SIZE_BYTES_MAX),
-            init_timeout_ms: bounded_u64(path, &own, "init_timeout_ms", INIT_TIMEOUT_MS_MAX)?
+            expired_marker: expired_marker.map(str::to_owned),
+            max_result_bytes: bounded(
+                "max_result_bytes",
+                own.max_result_bytes,
+                PAGE_SIZE_BYTES_MAX,
+            )?
+            .unwrap_or(PAGE_SIZE_BYTES_MAX),
+            init_timeout_ms: bounded("init_timeout_ms", own.init_timeout_ms, INIT_TIMEOUT_MS_MAX)?
                 .unwrap_or(INIT_TIMEOUT_MS_DEFAULT),
         })
     }
@@ -298,82 +327,77 @@ impl McpConfig {
     }
 }
 
+fn base_of(path: &Path) -> &Path {
+    path.parent().unwrap_or_else(|| Path::new("."))
+}
+
 fn transport(
-    path: &Path,
-    own: &Map<String, Value>,
+    own: &McpFile,
     base: &Path,
     env: impl FnOnce(&str) -> Option<std::ffi::OsString>,
-) -> Result<Transport, SourceError> {
-    let url = text(path, own, "url")?;
-    match (own.get("command").filter(|v| !v.is_null()), url) {
-        (Some(_), Some(_)) => Err(bad(path, "keys \"command\" and \"url\" exclude each other: give one")),
+) -> Result<Transport, ConfigError> {
+    let url = word("url", own.url.as_ref())?;
+    match (&own.command, url) {
+        (Some(_), Some(_)) => Err(bad("url", "keys \"command\" and \"url\" exclude each other: give one")),
         (None, None) => Err(bad(
-            path,
+            "",
             "missing the server: give \"command\": [PROGRAM, ARG...] (stdio) or \"url\": \"http://HOST:PORT/mcp\" (streamable HTTP)",
         )),
-        (Some(cmd), None) => {
-            for k in ["auth_env"] {
-                if own.get(k).is_some_and(|v| !v.is_null()) {
-                    return Err(bad(path, format!("key {k:?}: applies to \"url\" only")));
-                }
+        (Some(words), None) => {
+            if own.auth_env.is_some() {
+                return Err(bad("auth_env", "applies to \"url\" only"));
             }
-            let argv = match cmd {
-                Value::Array(words) if !words.is_empty() && words.len() <= COMMAND_WORDS_MAX => words
-                    .iter()
-                    .map(|w| match w {
-                        Value::String(s) if !s.is_empty() && s.len() <= WORD_LEN_MAX && !s.contains('\0') => Ok(s.clone()),
-                        _ => Err(bad(path, "key \"command\": every word must be a non-empty string")),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                _ => {
-                    return Err(bad(
-                        path,
-                        format!("key \"command\": must be an array of 1 to {COMMAND_WORDS_MAX} strings, the program first"),
-                    ))
-                }
-            };
-            let env = match own.get("env") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Object(vars)) if vars.len() <= COMMAND_WORDS_MAX => vars
+            if words.is_empty() || words.len() > COMMAND_WORDS_MAX {
+                return Err(bad(
+                    "command",
+                    format!("must be an array of 1 to {COMMAND_WORDS_MAX} strings, the program first"),
+                ));
+            }
+            if words.iter().any(|w| w.is_empty() || w.len() > WORD_LEN_MAX || w.contains('\0')) {
+                return Err(bad("command", "every word must be a non-empty string"));
+            }
+            let env = match &own.env {
+                None => Vec::new(),
+                Some(vars) if vars.len() <= COMMAND_WORDS_MAX => vars
                     .iter()
                     .map(|(k, v)| match v {
                         Value::String(s) if !k.is_empty() && !k.contains(['=', '\0']) && s.len() <= WORD_LEN_MAX && !s.contains('\0') => {
                             Ok((k.clone(), Secret(s.clone())))
                         }
-                        _ => Err(bad(path, format!("key \"env\": {k:?} must name a variable and map it to a string"))),
+                        _ => Err(bad("env", format!("{k:?} must name a variable and map it to a string"))),
                     })
                     .collect::<Result<Vec<_>, _>>()?,
-                Some(_) => return Err(bad(path, "key \"env\": must be an object of NAME: VALUE strings")),
+                Some(_) => return Err(bad("env", format!("at most {COMMAND_WORDS_MAX} variables"))),
             };
             Ok(Transport::Command {
-                argv,
+                argv: words.clone(),
                 env,
-                cwd: text(path, own, "cwd")?.map(|c| base.join(c)),
-                stderr_log: text(path, own, "stderr_log")?.map(|c| base.join(c)),
+                cwd: word("cwd", own.cwd.as_ref())?.map(|c| base.join(c)),
+                stderr_log: word("stderr_log", own.stderr_log.as_ref())?.map(|c| base.join(c)),
             })
         }
         (None, Some(url)) => {
-            for k in ["env", "cwd", "stderr_log"] {
-                if own.get(k).is_some_and(|v| !v.is_null()) {
-                    return Err(bad(path, format!("key {k:?}: applies to \"command\" only")));
+            for (k, set) in [("env", own.env.is_some()), ("cwd", own.cwd.is_some()), ("stderr_log", own.stderr_log.is_some())] {
+                if set {
+                    return Err(bad(k, "applies to \"command\" only"));
                 }
             }
-            let parsed = reqwest::Url::parse(url).map_err(|e| bad(path, format!("key \"url\": {e}")))?;
+            let parsed = reqwest::Url::parse(url).map_err(|e| bad("url", e.to_string()))?;
             if parsed.scheme() != "http" && parsed.scheme() != "https" {
-                return Err(bad(path, "key \"url\": the scheme must be http or https"));
+                return Err(bad("url", "the scheme must be http or https"));
             }
             if !parsed.username().is_empty() || parsed.password().is_some() {
-                return Err(bad(path, "key \"url\": credentials in the URL would be shown; use auth_env"));
+                return Err(bad("url", "credentials in the URL would be shown; use auth_env"));
             }
-            let bearer = match text(path, own, "auth_env")? {
+            let bearer = match word("auth_env", own.auth_env.as_ref())? {
                 None => None,
                 Some(var) => {
                     let v = env(var)
-                        .ok_or_else(|| bad(path, format!("key \"auth_env\": the environment variable {var:?} is not set")))?
+                        .ok_or_else(|| bad("auth_env", format!("the environment variable {var:?} is not set")))?
                         .into_string()
-                        .map_err(|_| bad(path, format!("key \"auth_env\": the environment variable {var:?} is not UTF-8")))?;
+                        .map_err(|_| bad("auth_env", format!("the environment variable {var:?} is not UTF-8")))?;
                     if v.is_empty() || v.chars().any(char::is_control) {
-                        return Err(bad(path, format!("key \"auth_env\": the value of {var:?} is empty or holds control characters")));
+                        return Err(bad("auth_env", format!("the value of {var:?} is empty or holds control characters")));
                     }
                     Some(Secret(v))
                 }
@@ -384,39 +408,28 @@ fn transport(
 }
 
 fn target(
-    path: &Path,
-    own: &Map<String, Value>,
+    own: &McpFile,
     mapping_keys: &Map<String, Value>,
-) -> Result<(Target, Mapping), SourceError> {
-    let map_err = |e: mapping::ConfigError| bad(path, e.to_string());
-    match (text(path, own, "tool")?, own.get("list").filter(|v| !v.is_null())) {
-        (Some(_), Some(_)) => Err(bad(path, "keys \"tool\" and \"list\" exclude each other: give one")),
+) -> Result<(Target, Mapping), ConfigError> {
+    match (word("tool", own.tool.as_ref())?, own.list) {
+        (Some(_), Some(_)) => Err(bad("list", "keys \"tool\" and \"list\" exclude each other: give one")),
         (None, None) => Err(bad(
-            path,
+            "",
             "missing what to page: give \"tool\": NAME, or \"list\": \"tools\" | \"resources\" | \"prompts\" | \"resource_templates\"",
         )),
-        (Some(tool), None) => Ok((
-            Target::Tool(tool.to_owned()),
-            Mapping::from_config(mapping_keys).map_err(map_err)?,
-        )),
+        (Some(tool), None) => Ok((Target::Tool(tool.to_owned()), Mapping::from_config(mapping_keys)?)),
         (None, Some(list)) => {
-            let kind = match list.as_str() {
-                Some("tools") => ListKind::Tools,
-                Some("resources") => ListKind::Resources,
-                Some("prompts") => ListKind::Prompts,
-                Some("resource_templates") => ListKind::ResourceTemplates,
-                _ => {
-                    return Err(bad(
-                        path,
-                        "key \"list\": must be \"tools\", \"resources\", \"prompts\" or \"resource_templates\"",
-                    ))
-                }
+            let kind = match list {
+                ListName::Tools => ListKind::Tools,
+                ListName::Resources => ListKind::Resources,
+                ListName::Prompts => ListKind::Prompts,
+                ListName::ResourceTemplates => ListKind::ResourceTemplates,
             };
             // The protocol fixes the list's shape: only labels and content may be added.
             if let Some(k) = mapping_keys.keys().find(|k| *k != "labels" && *k != "content") {
                 return Err(bad(
-                    path,
-                    format!("key {k:?}: a protocol list has a fixed shape (opaque nextCursor, server-chosen page size); only \"labels\" and \"content\" apply"),
+                    k,
+                    "a protocol list has a fixed shape (opaque nextCursor, server-chosen page size); only \"labels\" and \"content\" apply",
                 ));
             }
             let (items, id) = kind.pointers();
@@ -425,7 +438,7 @@ fn target(
                 m.extend(mapping_keys.clone());
             }
             let keys = keys.as_object().cloned().unwrap_or_default();
-            Ok((Target::List(kind), Mapping::from_config(&keys).map_err(map_err)?))
+            Ok((Target::List(kind), Mapping::from_config(&keys)?))
         }
     }
 }

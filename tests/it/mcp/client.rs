@@ -695,6 +695,35 @@ fn mcp_configs_are_refused_with_the_key_and_what_to_write() -> TestResult {
         assert_eq!(r.exit, 2, "{cfg}: {}", r.stderr);
         assert!(r.stderr.contains(words), "{cfg}: {}", r.stderr);
     }
+    // Read through the strict config layer: an error is placed at its key's line and column.
+    util::write(
+        dir.path(),
+        "m.json",
+        "{\"command\": [\"x\"],\n \"tool\": \"t\",\n  \"max_result_bytes\": 0}",
+    );
+    let r = bin(
+        dir.path(),
+        &[
+            "--json",
+            "scan",
+            "--contract",
+            "c.json",
+            "--source",
+            "mcp:m.json",
+        ],
+        &[],
+    );
+    let e: Value = serde_json::from_str(&r.stderr)?;
+    assert_eq!(
+        (
+            &e["error"]["line"],
+            &e["error"]["column"],
+            &e["error"]["field"]
+        ),
+        (&json!(3), &json!(3), &json!("max_result_bytes")),
+        "{}",
+        r.stderr
+    );
     // A program that cannot be started: an error before any run is recorded.
     util::write(
         dir.path(),

@@ -131,6 +131,8 @@ pub(crate) fn peer_config(dir: &Path, name: &str, scenario: &Value, extra: Value
         json!({
             "command": ["python3", peers().join("paged_server.py").to_string_lossy(), sc],
             "tool": "search_items",
+            // The Python SDK takes seconds to import on a busy machine.
+            "init_timeout_ms": 120_000,
         }),
         extra,
     );

@@ -38,7 +38,8 @@ fn upstream_scenario() -> Value {
 fn proxy_config(dir: &Path, store: bool) -> String {
     let sc = util::write(dir, "upstream.json", &upstream_scenario().to_string());
     let mut cfg = json!({
-        "upstream": {"command": ["python3", peers().join("paged_server.py").to_string_lossy(), sc]},
+        "upstream": {"command": ["python3", peers().join("paged_server.py").to_string_lossy(), sc],
+            "init_timeout_ms": 120_000},
         "paginated": {"search_items": {
             "cursor_arg": "cursor", "page_size_arg": "page_size", "items": "/items", "next": "/next",
             "query": "/query", "keep_items": true,
@@ -71,7 +72,10 @@ fn check(lines: &[Value]) {
     names.sort_unstable();
     assert_eq!(
         (names, lines[1]["pages"].as_u64()),
-        (vec!["echo", "search_items", "whoami"], Some(1))
+        (
+            vec!["add_tool", "echo", "json_tickets", "search_items", "whoami"],
+            Some(1)
+        )
     );
     let search = tools.iter().find(|t| t["name"] == "search_items").unwrap();
     let props = search["input_schema"]["properties"].as_object().unwrap();
@@ -202,14 +206,14 @@ fn the_proxy_over_streamable_http_answers_the_same_without_a_store() -> TestResu
 fn proxy_configs_are_refused_with_the_key() -> TestResult {
     let dir = tempfile::tempdir()?;
     for (cfg, words) in [
-        (json!({}), "missing key \\\"upstream\\\""),
+        (json!({}), "missing required key \\\"upstream\\\""),
         (
             json!({"upstream": {"command": ["x"]}, "pagniated": {}}),
             "did you mean \\\"paginated\\\"",
         ),
         (
             json!({"upstream": {"comand": ["x"]}}),
-            "did you mean \\\"command\\\"",
+            "did you mean \\\"upstream.command\\\"",
         ),
         (
             json!({"upstream": {"command": ["x"]}, "paginated": {"t": {"contract": {"query": {}}}}}),

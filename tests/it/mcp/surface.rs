@@ -118,7 +118,7 @@ fn every_list_arrives_whole_in_one_page_and_the_surface_passes_through() -> Test
     let cfg = util::write(
         dir.path(),
         "proxy.json",
-        &json!({"upstream": {"command": upstream},
+        &json!({"upstream": {"command": upstream, "init_timeout_ms": 120_000},
             "paginated": {"json_tickets": {"cursor_arg": "cursor", "items": "/tickets", "id": "/key",
                 "next": "/next", "keep_items": true}}})
         .to_string(),
@@ -201,7 +201,7 @@ fn a_sampling_request_of_the_upstream_is_answered_by_the_client_through_the_prox
     let cfg = util::write(
         dir.path(),
         "proxy.json",
-        &json!({"upstream": {"command": upstream}}).to_string(),
+        &json!({"upstream": {"command": upstream, "init_timeout_ms": 120_000}}).to_string(),
     );
     let lines = drive(
         dir.path(),
