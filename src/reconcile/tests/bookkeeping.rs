@@ -204,7 +204,7 @@ fn limits_are_taken_from_the_contract() {
 fn a_restored_run_that_breaks_an_invariant_is_caught_in_debug_builds() {
     let contract = Contract::new("s");
     let mut r = Reconciler::new(&contract);
-    r.observe(&Page::new(vec![Item::int(1), Item::int(2)]).with_next("x"));
+    let _ = r.observe(&Page::new(vec![Item::int(1), Item::int(2)]).with_next("x"));
     let mut progress = r.progress().clone();
     let ids = r.ids().clone();
     let codec = crate::codec::IdCodec::new(contract.id_codec, None);
