@@ -12,12 +12,11 @@
 #![allow(clippy::result_large_err)]
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand};
 
-use scanledger::{Receipt, RunId, Snapshot, Status, Store, StoreOptions};
+use scanledger::{Receipt, Status, Store, StoreOptions};
 
 mod docs;
 mod error;
@@ -117,39 +116,7 @@ pub(crate) enum ColorWhen {
 }
 
 /// A RUN argument: `run-N`, `N`, or `latest` (the newest run of the store).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RunArg {
-    /// A run by its ID.
-    Id(RunId),
-    /// The newest run.
-    Latest,
-}
-
-impl FromStr for RunArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunArg, String> {
-        if s == "latest" {
-            return Ok(RunArg::Latest);
-        }
-        s.parse::<RunId>()
-            .map(RunArg::Id)
-            .map_err(|_| format!("{s:?} is not a run (run-N, N or latest)"))
-    }
-}
-
-impl RunArg {
-    /// The run this argument names in the store `snap` reads.
-    pub(crate) fn resolve(self, snap: &Snapshot<'_>) -> Result<RunId, CliError> {
-        match self {
-            RunArg::Id(run) => Ok(run),
-            RunArg::Latest => snap.latest()?.ok_or_else(|| {
-                CliError::usage("`latest` names the newest run, and the store has no run yet")
-                    .with_kind("unknown_run")
-                    .with_hint("start one with `scanledger scan --contract FILE --source SPEC`")
-            }),
-        }
-    }
-}
+pub(crate) type RunArg = scanledger::RunRef;
 
 /// The commands.
 #[derive(Debug, Subcommand)]
@@ -266,24 +233,14 @@ pub(crate) enum Command {
         write: WriteOpts,
     },
     /// List the runs of the store, newest first.
-    Runs {
-        /// Only runs with this status or state.
-        #[arg(long, value_enum)]
-        status: Option<runs::StatusFilter>,
-        /// Only runs of this source (the contract's `source`).
-        #[arg(long, value_name = "NAME")]
-        source: Option<String>,
-        /// At most N runs.
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
-    },
+    Runs(runs::RunsArgs),
     /// Print a run's receipt (exit 0, 3 or 4 by its status).
     Receipt {
         /// The run (run-N, N or latest).
         run: RunArg,
     },
-    /// Recompute a receipt from the store: exit 0 when every field matches, 4 when one does
-    /// not (the first mismatch is named), 2 when the file is not a receipt.
+    /// Recompute a receipt from the store: when every field matches, exit with the receipt's
+    /// status (0, 3, 4); 4 when one does not (the first is named), 2 for no receipt.
     Verify {
         /// The receipt file (JSON, as `--json scan` or `--json receipt` print it).
         receipt_file: PathBuf,
@@ -293,84 +250,27 @@ pub(crate) enum Command {
     /// records' content digests.
     #[command(after_help = "Examples:\n  scanledger diff run-1 run-2 --all\n  \
         scanledger diff run-1 run-1 --other-store target.redb --across --content --reread")]
-    Diff {
-        /// The old run (run-N, N or latest).
-        old: RunArg,
-        /// The new run (run-N, N or latest; in --other-store if given).
-        new: RunArg,
-        #[command(flatten)]
-        list: lists::ListOpts,
-        #[command(flatten)]
-        cross: migration::CrossOpts,
-        #[command(flatten)]
-        content: migration::ContentOpts,
-    },
+    Diff(lists::DiffArgs),
     /// List the IDs a reference has and a run lacks, as ranges with a total.
     #[command(
         after_help = "Examples:\n  scanledger missing run-2 --against run-1\n  \
         scanledger missing run-2 --range customer-1..customer-5000 --all"
     )]
-    Missing {
-        /// The run (run-N, N or latest).
-        run: RunArg,
-        /// The reference: another run of the same (source, tenant).
-        #[arg(long, value_name = "RUN", conflicts_with = "range")]
-        against: Option<RunArg>,
-        /// The reference: every ID from LO to HI inclusive, in their original form.
-        #[arg(long, value_name = "LO..HI")]
-        range: Option<String>,
-        #[command(flatten)]
-        list: lists::ListOpts,
-        #[command(flatten)]
-        cross: migration::CrossOpts,
-    },
+    Missing(lists::MissingArgs),
     /// Verify a migration: one verdict over the scans of its source and target collections.
     #[command(subcommand)]
     Migration(MigrationCommand),
     /// Write a run's IDs (or a label's) in their original form, one per line in codec order,
     /// or as a portable 64-bit roaring bitmap. Exits with the run's status (0, 3, 4) so that
     /// a partial run's export is never taken for a complete inventory.
-    Export {
-        /// The run (run-N, N or latest).
-        run: RunArg,
-        /// `text` (one ID per line), `jsonl` (one JSON value per line) or `roaring`.
-        #[arg(long, value_enum, default_value_t = evidence::ExportFormat::Text)]
-        format: evidence::ExportFormat,
-        /// Only the IDs carrying this label.
-        #[arg(long, value_name = "NAME")]
-        label: Option<String>,
-        /// Write to this file instead of stdout.
-        #[arg(long, short = 'o', value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
+    Export(evidence::ExportArgs),
     /// Write a run's review packet: one self-contained HTML file (verdict, receipt, coverage
     /// map, violations by page, labels; with --against, what differs from a reference run).
     /// Exits with the run's status (0, 3, 4) after writing the file.
-    Report {
-        /// The run (run-N, N or latest).
-        run: RunArg,
-        /// A reference run of the same (source, tenant) to compare with.
-        #[arg(long, value_name = "RUN")]
-        against: Option<RunArg>,
-        /// The HTML file to write [default: report-run-N.html in the current directory].
-        #[arg(short = 'o', long, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
+    Report(report::ReportArgs),
     /// Serve a recorded run's IDs in order, a page at a time, with bound page tokens (JSON).
     /// Exits with the run's status (0, 3, 4): a page of a partial run is no inventory's.
-    Page {
-        /// The run (run-N, N or latest).
-        run: RunArg,
-        /// The `next_token` of the previous page; none for the first page.
-        #[arg(long)]
-        token: Option<String>,
-        /// IDs per page.
-        #[arg(long, default_value_t = 100)]
-        size: u32,
-        /// Lifetime of the token handed out, in seconds.
-        #[arg(long, default_value_t = scanledger::token::TOKEN_TTL_SECONDS_DEFAULT)]
-        ttl_seconds: u64,
-    },
+    Page(evidence::PageArgs),
     /// Delete a run and everything recorded for it (its IDs, labels, page log, cursor).
     Delete {
         /// The run (run-N, N or latest).
@@ -577,47 +477,17 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             raise.deadline_seconds = deadline_seconds;
             scan::resume(out, run, source, &raise, &write)
         }
-        Command::Runs {
-            status,
-            source,
-            limit,
-        } => runs::runs(out, status, source.as_deref(), limit),
+        Command::Runs(a) => runs::runs(out, &a),
         Command::Receipt { run } => runs::receipt(out, run),
         Command::Delete { run } => runs::delete(out, run),
         Command::Compact => runs::compact(out),
         Command::Verify { receipt_file } => evidence::verify(out, &receipt_file),
-        Command::Diff {
-            old,
-            new,
-            list,
-            cross,
-            content,
-        } => lists::diff(out, old, new, &list, &cross, &content),
-        Command::Missing {
-            run,
-            against,
-            range,
-            list,
-            cross,
-        } => lists::missing(out, run, against, range.as_deref(), &list, &cross),
+        Command::Diff(a) => lists::diff(out, &a),
+        Command::Missing(a) => lists::missing(out, &a),
         Command::Migration(MigrationCommand::Verify(args)) => migration::verify(out, &args),
-        Command::Export {
-            run,
-            format,
-            label,
-            output,
-        } => evidence::export(out, run, format, label.as_deref(), output.as_deref()),
-        Command::Report {
-            run,
-            against,
-            output,
-        } => report::report(out, run, against, output.as_deref()),
-        Command::Page {
-            run,
-            token,
-            size,
-            ttl_seconds,
-        } => evidence::page(out, run, token.as_deref(), size, ttl_seconds),
+        Command::Export(a) => evidence::export(out, &a),
+        Command::Report(a) => report::report(out, &a),
+        Command::Page(a) => evidence::page(out, &a),
         Command::Explain { kind } => docs::explain(out, kind.as_deref()),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man => docs::man(),
@@ -643,13 +513,9 @@ pub(crate) fn status_exit(s: Status) -> i32 {
     }
 }
 
-/// The exit code of the run a receipt describes: its status's, except that a `count`-mode
-/// run that got its total (the question it asked) and found nothing wrong is answered (0),
-/// whatever its ID coverage.
+/// The exit code of the run a receipt describes: its status's, in every mode (a `count`-mode
+/// run answered by the source's own count is `unknown`: its total was never traversed).
 pub(crate) fn receipt_exit(r: &Receipt) -> i32 {
-    if r.count_total.is_some() && r.coverage_status != Status::Failed {
-        return 0;
-    }
     status_exit(r.coverage_status)
 }
 

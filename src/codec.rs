@@ -296,10 +296,20 @@ impl IdCodec {
         }
     }
 
-    /// Parses an ID in its original form without interning (for `--range` and lookups).
+    /// Parses an ID given in its original form without interning (`--range`, `--exclude`):
+    /// only the exact text `render` writes for it is an ID (`customer-7` and `7`, never
+    /// `customer-007`, `+7` or `007`), so no other text can stand for it.
+    ///
+    /// ```
+    /// use scanledger::{IdCodec, IdCodecKind};
+    /// let c = IdCodec::new(IdCodecKind::Prefixed, Some("customer-".into()));
+    /// assert_eq!(c.parse_existing("customer-7"), Some(7));
+    /// assert_eq!(c.parse_existing("customer-007"), None);
+    /// assert_eq!(IdCodec::new(IdCodecKind::Int, None).parse_existing("+7"), None);
+    /// ```
     #[must_use]
     pub fn parse_existing(&self, text: &str) -> Option<u64> {
-        match self.kind {
+        let id = match self.kind {
             IdCodecKind::Int => text.parse().ok(),
             IdCodecKind::Prefixed => {
                 let digits = match &self.prefix {
@@ -309,7 +319,9 @@ impl IdCodec {
                 digits.parse().ok()
             }
             IdCodecKind::String => self.interner.by_str.get(text).copied(),
-        }
+        }?;
+        // The canonical form only: what renders back to the text given.
+        (self.render(id) == text).then_some(id)
     }
 }
 

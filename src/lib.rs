@@ -94,8 +94,8 @@ pub use token::TokenError;
 
 pub use codec::{CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, now_ms, reread_contents, resume, resume_with, scan, scan_with, Error, IncompleteRead,
-    Inventory, MemoryLog, Reread, Result, RunLog, ScanResult,
+    collect, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan, scan_with,
+    Error, IncompleteRead, Inventory, MemoryLog, Reread, Result, RunLog, ScanResult,
 };
 pub use contract::{
     Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
@@ -111,12 +111,26 @@ pub use evidence::{
     Diff, DiffError, FoundIn, Mismatch, NotComparable, PageRunError, RangeList, Renderer, RunDiff,
     RunPage,
 };
+// The answers: one typed report per question, for every face (docs/REFERENCE.md §8).
+pub use evidence::{
+    compare as compare_runs, diff_content, diff_report, export_of, gaps_of, mcp_server_of,
+    missing_report, page_report, parse_given, run_names, run_side, runs_report, shell_word,
+    verify_migration, verify_report, Compared, ContentReport, DiffReport, EmitError, ExcludeError,
+    Export, ExportError, ExportShape, ExportSummary, Gaps, GivenId, IdTextError, MigrationError,
+    MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport, RangeError,
+    RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow, RunSide,
+    RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX,
+    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+};
+pub use evidence::{
+    write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,
+};
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::{read_text as read_bounded, FileError};
 pub use receipt::{
-    merkle_root_of, range_evidence, rfc3339, terminal_safe, LabelSummary, MergedFrom, Ranges,
-    Receipt, ReceiptError, RunId, RunMeta, ShardEntry, ShardFinding, ShardRange, RANGES_SHOWN_MAX,
-    RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
+    merkle_root_of, range_evidence, range_words, rfc3339, terminal_safe, Emphasis, LabelSummary,
+    MergedFrom, Ranges, Receipt, ReceiptError, RunId, RunMeta, ShardEntry, ShardFinding,
+    ShardRange, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
 };
 pub use reconcile::{
     ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler,

@@ -15,18 +15,18 @@ use crate::idset::IdSet;
 use crate::reconcile::{Reconciler, Status, Violation};
 
 mod shards;
+mod text;
 
 pub(crate) use shards::{check_cover, check_shape};
 pub use shards::{
     range_evidence, MergedFrom, ShardEntry, ShardFinding, ShardRange, RECEIPT_MERGED_KEYS,
 };
+pub use text::{range_words, Emphasis};
 
 /// Version of the receipt format this build writes.
 pub const RECEIPT_FORMAT_VERSION: u32 = 2;
 /// ID ranges listed per label, per diff side, per missing list before "and N more".
 pub const RANGES_SHOWN_MAX: usize = 32;
-/// ID ranges the readable layout prints per line (the JSON has up to `RANGES_SHOWN_MAX`).
-const TEXT_RANGES_MAX: usize = 8;
 
 /// A run's identity in a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -393,137 +393,6 @@ impl Receipt {
             shards: self.shards.clone()?,
         })
     }
-
-    /// A readable multi-line summary (the CLI's output without `--json`).
-    #[must_use]
-    pub fn to_text(&self) -> String {
-        use std::fmt::Write;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{}  {}",
-            terminal_safe(&self.run_id),
-            self.coverage_status.as_str().to_uppercase()
-        );
-        let _ = writeln!(
-            s,
-            "  scope        {} / {}  ({})",
-            terminal_safe(&self.source),
-            terminal_safe(self.tenant.as_deref().unwrap_or("-")),
-            self.query_digest
-        );
-        let _ = writeln!(
-            s,
-            "  snapshot     {}",
-            terminal_safe(
-                self.snapshot_id
-                    .as_deref()
-                    .unwrap_or("none (live scan: a weaker claim)")
-            )
-        );
-        let _ = writeln!(s, "  conclusion   {}", self.conclusion_scope.as_str());
-        let _ = writeln!(s, "  mode         {}", self.mode);
-        let _ = writeln!(
-            s,
-            "  pages        {} (terminal page observed: {})",
-            self.pages_observed,
-            if self.terminal_cursor_observed {
-                "yes"
-            } else {
-                "no"
-            }
-        );
-        let expected = self
-            .records_expected
-            .map_or_else(|| "-".to_owned(), |n| n.to_string());
-        let _ = writeln!(
-            s,
-            "  records      {} observed, {} unique, {} duplicate, {} expected",
-            self.records_observed, self.unique_ids_observed, self.duplicate_ids, expected
-        );
-        if let Some(n) = self.count_total {
-            let _ = writeln!(s, "  count        {n}");
-        }
-        let _ = writeln!(s, "  partitions   {}", self.partitions);
-        let _ = writeln!(s, "  merkle root  {}", self.merkle_root);
-        if let Some(c) = &self.content_root {
-            let _ = writeln!(s, "  content root {c}");
-        }
-        let _ = writeln!(s, "  chain        {}", self.cursor_chain_digest);
-        if !self.limits_hit.is_empty() {
-            let _ = writeln!(s, "  limits hit   {}", self.limits_hit.join(", "));
-        }
-        for (name, l) in &self.labels {
-            let shown = &l.ranges[..l.ranges.len().min(TEXT_RANGES_MAX)];
-            let _ = writeln!(
-                s,
-                "  label        {}: {} ({}{})",
-                terminal_safe(name),
-                l.count,
-                terminal_safe(&shown.join(", ")),
-                more(shown.len(), l.ranges_total)
-            );
-        }
-        if let Some(m) = &self.missing_id_ranges {
-            let _ = writeln!(
-                s,
-                "  missing      {}{}",
-                terminal_safe(&m.ranges.join(", ")),
-                more(m.ranges.len(), m.ranges_total)
-            );
-        }
-        if self.restarts > 0 {
-            let _ = writeln!(
-                s,
-                "  restarts     {} (from {})",
-                self.restarts,
-                self.restarted_from.as_deref().unwrap_or("-")
-            );
-        }
-        if let Some(by) = &self.superseded_by {
-            let _ = writeln!(s, "  superseded   by {by}");
-        }
-        if let Some(m) = self.merged() {
-            for (name, value) in m.text_lines() {
-                let _ = writeln!(s, "  {name:<12} {value}");
-            }
-        }
-        for v in &self.violations {
-            let _ = writeln!(
-                s,
-                "  violation    {} on page {}: {}",
-                v.kind.as_str(),
-                v.page,
-                terminal_safe(&v.detail)
-            );
-        }
-        if self.rejected {
-            let _ = writeln!(
-                s,
-                "  REJECTED     the source ran a different query than the contract's"
-            );
-        }
-        let _ = writeln!(
-            s,
-            "  format       receipt v{}{}",
-            self.format_version,
-            if self.violations_dropped > 0 {
-                format!(
-                    " ({} more violations counted, not kept)",
-                    self.violations_dropped
-                )
-            } else {
-                String::new()
-            }
-        );
-        let _ = writeln!(
-            s,
-            "  time         {} .. {}",
-            self.started_at,
-            self.finished_at.as_deref().unwrap_or("(in progress)")
-        );
-        s
-    }
 }
 
 /// Text from a source, made safe for a terminal: control characters (which could move the
@@ -553,14 +422,6 @@ fn merged_problem(problem: String) -> ReceiptError {
     ReceiptError::Merged {
         key: "shards",
         problem,
-    }
-}
-
-fn more(shown: usize, total: u64) -> String {
-    if (shown as u64) < total {
-        format!(" and {} more", total - shown as u64)
-    } else {
-        String::new()
     }
 }
 

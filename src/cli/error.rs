@@ -437,13 +437,26 @@ impl From<WriteError> for CliError {
     }
 }
 
+impl From<scanledger::RunRefError> for CliError {
+    fn from(e: scanledger::RunRefError) -> CliError {
+        match e {
+            scanledger::RunRefError::Read(e) => e.into(),
+            other => CliError::usage(other.to_string())
+                .with_kind("unknown_run")
+                .with_hint("start one with `scanledger scan --contract FILE --source SPEC`"),
+        }
+    }
+}
+
 impl From<scanledger::DiffError> for CliError {
     fn from(e: scanledger::DiffError) -> CliError {
+        let hint = e.hint().map(str::to_owned);
         match e {
             scanledger::DiffError::Read(r) => r.into(),
             // Two runs of another source, tenant or codec: bad input (exit 2).
             e => CliError {
                 kind: "not_comparable",
+                hint,
                 ..CliError::usage(said_once(&e))
             },
         }

@@ -43,45 +43,37 @@ pub(crate) fn serve(out: &Out, sources: Option<&PathBuf>, serve: &Serve) -> Resu
         catalog,
         store_options: StoreOptions::new(),
     });
-    run(server, serve, "scanledger mcp")
-}
-
-/// Serves `handler` as `serve` says.
-pub(crate) fn run<H>(handler: H, serve: &Serve, who: &str) -> Result<i32, CliError>
-where
-    H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
-{
-    run_on(&runtime()?, handler, serve, who)
+    run_on(&runtime()?, move || server.clone(), serve, "scanledger mcp")
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
+    // Two workers: a scan's store work (its fsyncs) leaves the other to answer other calls.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
 }
 
-/// Serves `handler` on `rt` as `serve` says.
-fn run_on<H>(
+/// Serves on `rt` as `serve` says: one handler from `session` on stdio, or one per client
+/// session over HTTP.
+fn run_on<H, F>(
     rt: &tokio::runtime::Runtime,
-    handler: H,
+    session: F,
     serve: &Serve,
     who: &str,
 ) -> Result<i32, CliError>
 where
-    H: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+    H: rmcp::ServerHandler + Send + Sync + 'static,
+    F: Fn() -> H + Send + Sync + 'static,
 {
     match serve.http {
-        None => {
-            use rmcp::ServiceExt;
-            rt.block_on(async move {
-                let running = handler.serve(rmcp::transport::stdio()).await.map_err(|e| {
-                    CliError::usage(format!("{who}: the client did not initialize: {e}"))
-                })?;
-                let _ = running.waiting().await;
-                Ok(0)
-            })
-        }
+        None => rt.block_on(async move {
+            scanledger::mcp::serve_stdio(session()).await.map_err(|e| {
+                CliError::usage(format!("{who}: the client did not initialize: {e}"))
+            })?;
+            Ok(0)
+        }),
         Some(addr) => {
             if !addr.ip().is_loopback() && !serve.allow_remote {
                 return Err(CliError::usage(format!(
@@ -97,7 +89,7 @@ where
             }
             let who = who.to_owned();
             rt.block_on(scanledger::mcp::serve_http(
-                handler,
+                session,
                 addr,
                 &options,
                 |bound| {
@@ -118,5 +110,5 @@ pub(crate) fn proxy(out: &Out, config: &std::path::Path, serve: &Serve) -> Resul
     let proxy = rt
         .block_on(scanledger::mcp::Proxy::start(config))
         .map_err(|e| CliError::from(Error::Source(e)))?;
-    run_on(&rt, proxy, serve, "scanledger mcp proxy")
+    run_on(&rt, move || proxy.session(), serve, "scanledger mcp proxy")
 }

@@ -130,15 +130,7 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> CliError {
     .with_kind("stdout")
 }
 
-/// A word as a POSIX shell reads it back: quoted when it holds anything but plain characters.
-pub(crate) fn shell_word(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=+@%,".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub(crate) use scanledger::shell_word;
 
 /// Applies `--color` to everything written through `anstream` (which reads `NO_COLOR` and
 /// whether the stream is a terminal in `auto`).
@@ -194,22 +186,6 @@ pub(crate) fn count(n: impl Into<u128>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A `"FIRST..LAST"` range as people read it: a single ID alone.
-pub(crate) fn range_words(range: &str) -> String {
-    let len = range.len();
-    if len >= 3 && len.is_multiple_of(2) {
-        let half = (len - 2) / 2;
-        if range.is_char_boundary(half)
-            && range.is_char_boundary(half + 2)
-            && &range[half..half + 2] == ".."
-            && range[..half] == range[half + 2..]
-        {
-            return range[..half].to_owned();
-        }
-    }
-    range.to_owned()
-}
-
 /// The style of a status: green, yellow, red.
 pub(crate) fn status_style(s: Status) -> Style {
     match s {
@@ -221,11 +197,11 @@ pub(crate) fn status_style(s: Status) -> Style {
 }
 
 /// The style of a run state: interrupted stands out.
-pub(crate) fn state_style(s: RunState) -> Style {
+pub(crate) fn state_style(s: &str) -> Style {
     match s {
-        RunState::Running => AnsiColor::Cyan.on_default(),
-        RunState::Interrupted => AnsiColor::Yellow.on_default(),
-        RunState::Superseded => Style::new().dimmed(),
+        _ if s == RunState::Running.as_str() => AnsiColor::Cyan.on_default(),
+        _ if s == RunState::Interrupted.as_str() => AnsiColor::Yellow.on_default(),
+        _ if s == RunState::Superseded.as_str() => Style::new().dimmed(),
         _ => Style::new(),
     }
 }
@@ -240,99 +216,9 @@ pub(crate) fn bold(text: &str) -> String {
     styled(Style::new().bold(), text)
 }
 
-/// A table: a header row and rows of cells, each cell its plain text and its style; columns
-/// are as wide as their widest cell, numbers right-aligned.
-pub(crate) struct Table {
-    headers: Vec<&'static str>,
-    right: Vec<bool>,
-    rows: Vec<Vec<(String, Style)>>,
-}
-
-impl Table {
-    /// A table with these columns; `right` marks the right-aligned (numeric) ones.
-    pub(crate) fn new(columns: &[(&'static str, bool)]) -> Table {
-        Table {
-            headers: columns.iter().map(|(h, _)| *h).collect(),
-            right: columns.iter().map(|(_, r)| *r).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub(crate) fn row(&mut self, cells: Vec<(String, Style)>) {
-        debug_assert_eq!(cells.len(), self.headers.len());
-        self.rows.push(cells);
-    }
-
-    pub(crate) fn render(&self) -> String {
-        let width = |s: &str| s.chars().count();
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|i| {
-                self.rows
-                    .iter()
-                    .map(|r| width(&r[i].0))
-                    .chain([width(self.headers[i])])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        let last = self.headers.len().saturating_sub(1);
-        let header_style = Style::new().bold();
-        let mut line = String::new();
-        for (i, h) in self.headers.iter().enumerate() {
-            line.push_str(&pad(h, widths[i], self.right[i], i == last));
-            if i < last {
-                line.push_str("  ");
-            }
-        }
-        out.push_str(&styled(header_style, line.trim_end()));
-        for row in &self.rows {
-            out.push('\n');
-            let mut line = String::new();
-            for (i, (text, style)) in row.iter().enumerate() {
-                let padded = pad(text, widths[i], self.right[i], i == last);
-                // Style the text, not the padding, so underlines and backgrounds stay tidy.
-                let trimmed = padded.trim();
-                let styled_cell = padded.replacen(trimmed, &styled(*style, trimmed), 1);
-                line.push_str(if trimmed.is_empty() {
-                    &padded
-                } else {
-                    &styled_cell
-                });
-                if i < last {
-                    line.push_str("  ");
-                }
-            }
-            out.push_str(line.trim_end());
-        }
-        out
-    }
-}
-
-fn pad(text: &str, width: usize, right: bool, last: bool) -> String {
-    let n = width.saturating_sub(text.chars().count());
-    if right {
-        format!("{}{text}", " ".repeat(n))
-    } else if last {
-        text.to_owned()
-    } else {
-        format!("{text}{}", " ".repeat(n))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn single_ids_read_as_one_id() {
-        assert_eq!(range_words("250..250"), "250");
-        assert_eq!(range_words("250..251"), "250..251");
-        assert_eq!(range_words("a..b..a..b"), "a..b");
-        assert_eq!(range_words("customer-7..customer-7"), "customer-7");
-        assert_eq!(range_words("é..é"), "é");
-        assert_eq!(range_words(".."), "..");
-    }
 
     #[test]
     fn counts_agree_with_their_nouns() {
@@ -341,27 +227,6 @@ mod tests {
         assert_eq!(
             count(2u64, "duplicate ID", "duplicate IDs"),
             "2 duplicate IDs"
-        );
-    }
-
-    #[test]
-    fn tables_align_their_columns() {
-        let mut t = Table::new(&[("RUN", false), ("PAGES", true), ("SOURCE", false)]);
-        t.row(vec![
-            ("run-10".into(), Style::new()),
-            ("3".into(), Style::new()),
-            ("a".into(), Style::new()),
-        ]);
-        t.row(vec![
-            ("run-9".into(), Style::new()),
-            ("12345".into(), Style::new()),
-            ("bb".into(), Style::new()),
-        ]);
-        // The header is bold on a terminal; `anstream` strips that elsewhere.
-        let plain = anstream::adapter::strip_str(&t.render()).to_string();
-        assert_eq!(
-            plain,
-            "RUN     PAGES  SOURCE\nrun-10      3  a\nrun-9   12345  bb"
         );
     }
 }

@@ -15,17 +15,26 @@ fn default_output(run: RunId) -> PathBuf {
     PathBuf::from(format!("report-{run}.html"))
 }
 
+/// The arguments of `report`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// The run (run-N, N or latest).
+    pub run: RunArg,
+    /// A reference run of the same (source, tenant) to compare with.
+    #[arg(long, value_name = "RUN")]
+    pub against: Option<RunArg>,
+    /// The HTML file to write [default: report-run-N.html in the current directory].
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
 /// `report RUN [--against OTHER] [-o FILE]`.
-pub(crate) fn report(
-    out: &Out,
-    run: RunArg,
-    against: Option<RunArg>,
-    output: Option<&Path>,
-) -> Result<i32, CliError> {
+pub(crate) fn report(out: &Out, args: &ReportArgs) -> Result<i32, CliError> {
+    let output = args.output.as_deref();
     let store = open_read(out)?;
     let snap = store.read()?;
-    let run = run.resolve(&snap)?;
-    let against = against.map(|a| a.resolve(&snap)).transpose()?;
+    let run = args.run.resolve(&snap)?;
+    let against = args.against.map(|a| a.resolve(&snap)).transpose()?;
     let input = scanledger::gather_report(&snap, run, against)?;
     drop(snap);
     let html = scanledger::render_report(&input);

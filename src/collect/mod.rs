@@ -26,7 +26,7 @@ mod fetch;
 mod reread;
 
 pub use error::{Error, Result};
-pub use reread::{reread_contents, Reread};
+pub use reread::{reread_contents, reread_key_ranges, Reread};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

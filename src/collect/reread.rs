@@ -78,3 +78,28 @@ pub async fn reread_contents<S: PageSource + Send>(
         contents,
     })
 }
+
+/// Re-reads the key ranges `ranges` of the SQL source `spec` (`postgres:` or `mysql:`) whole
+/// under `contract`, keeping every record's content digest, on a runtime of its own: it blocks
+/// the calling thread (from async code, call it through `spawn_blocking`).
+///
+/// # Errors
+/// `Err` when the source cannot be opened (`Error::Source`) or the runtime cannot start
+/// (`Error::Io`); `Ok(Err(..))` when the read did not verify.
+pub fn reread_key_ranges(
+    spec: &str,
+    ranges: &[(u64, u64)],
+    contract: &Contract,
+) -> Result<Result<Reread, IncompleteRead>, crate::Error> {
+    let mut source = crate::source::AnySource::open_key_ranges(spec, ranges)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| crate::Error::Io {
+            path: std::path::PathBuf::from("<async runtime>"),
+            source,
+        })?;
+    let read = rt.block_on(reread_contents(contract, &mut source));
+    rt.block_on(source.close());
+    Ok(read)
+}

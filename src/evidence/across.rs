@@ -61,12 +61,7 @@ pub fn diff_across(
         }
     }
     if old_h.contract.id_codec == IdCodecKind::String {
-        let old_ids = old_snap.ids(old)?;
-        let new_ids = new_snap.ids(new)?;
-        let loaded = (old_ids.partition_count() + new_ids.partition_count()) as u64;
-        let a = digests_of(old_snap, &old_h, &old_ids)?;
-        let b = digests_of(new_snap, &new_h, &new_ids)?;
-        let diff = strings_diff(&a, &b);
+        let (diff, loaded) = strings_diff_of(old_snap, &old_h, new_snap, &new_h)?;
         return Ok(RunDiff {
             old: old_h,
             new: new_h,
@@ -75,6 +70,21 @@ pub fn diff_across(
         });
     }
     super::diff_of_leaves(old_snap, old_h, new_snap, new_h)
+}
+
+/// The diff of two `string` runs by the digests of their strings, and the bitmaps it read.
+pub(crate) fn strings_diff_of(
+    old_snap: &Snapshot<'_>,
+    old_h: &RunHeader,
+    new_snap: &Snapshot<'_>,
+    new_h: &RunHeader,
+) -> Result<(Diff, u64), ReadError> {
+    let old_ids = old_snap.ids(old_h.run_id)?;
+    let new_ids = new_snap.ids(new_h.run_id)?;
+    let loaded = (old_ids.partition_count() + new_ids.partition_count()) as u64;
+    let a = digests_of(old_snap, old_h, &old_ids)?;
+    let b = digests_of(new_snap, new_h, &new_ids)?;
+    Ok((strings_diff(&a, &b), loaded))
 }
 
 /// (digest of the original string, interned ID) of every ID of a `string` run, by digest.

@@ -6,8 +6,17 @@
 
 mod across;
 pub mod diff;
+mod export;
+mod gaps;
+mod ids;
+mod lists;
+mod migration;
 mod page;
 mod render;
+mod runs;
+mod side;
+mod stream;
+mod text;
 pub mod verify;
 
 use crate::receipt::{Receipt, RunId};
@@ -22,6 +31,25 @@ pub use page::{page_of_run, PageRunError, RunPage};
 pub use render::Renderer;
 pub use verify::{FoundIn, Mismatch};
 
+pub use export::{export_of, Export, ExportError, ExportShape, ExportSummary};
+pub use gaps::{gaps_of, Gaps, RangeError};
+pub use ids::{parse_given, GivenId, IdTextError};
+pub use lists::{
+    compare, diff_report, missing_report, Compared, DiffReport, MissingReport, RunAt, Which,
+};
+pub use migration::{
+    diff_content, shell_word, verify_migration, ContentReport, ExcludeError, MigrationError,
+    MigrationLists, MigrationReport, MigrationRequest, RereadFailure, RereadReport, RereadSources,
+    Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+};
+pub use runs::{
+    mcp_server_of, page_report, runs_report, verify_report, PageReport, RunFilter, RunRef,
+    RunRefError, RunRow, RunsQuery, RunsReport, VerifyReport,
+};
+pub use side::{run_names, run_side, RunName, RunSide};
+pub use stream::{EmitError, RangeTally, Tally};
+pub use text::{write_json, write_lists, ListForm, ListStream, Walk};
+
 /// Why two runs could not be diffed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -32,6 +60,19 @@ pub enum DiffError {
     /// The store could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
+}
+
+impl DiffError {
+    /// What to do next, when something helps: runs of another scope are compared with
+    /// `--across`.
+    #[must_use]
+    pub fn hint(&self) -> Option<&'static str> {
+        matches!(
+            self,
+            DiffError::NotComparable(NotComparable::OtherScope { .. })
+        )
+        .then_some("to compare two collections (a migration's source and target), add --across")
+    }
 }
 
 /// The diff of two stored runs, with what it took.

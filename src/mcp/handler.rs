@@ -2,8 +2,9 @@
 //! and the strict reading of tool arguments (unknown keys refused with the key meant).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -12,7 +13,6 @@ use serde_json::{Map, Value};
 use super::outcome::error_answer;
 use super::{read, scan, tools, Server};
 use crate::contract::closest;
-use crate::receipt::RunId;
 
 /// Guidance the server gives agents when they connect.
 const INSTRUCTIONS: &str = "scanledger scans paginated sources to the end and proves (or refuses to prove) completeness. \
@@ -65,6 +65,23 @@ impl ServerHandler for Server {
         }
         .into())
     }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(super::frame::oversized_error(&request).unwrap_or_else(|| {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "method {:?} not found",
+                    crate::receipt::terminal_safe(&request.method)
+                ),
+                None,
+            )
+        }))
+    }
 }
 
 /// A tool's arguments, read strictly.
@@ -98,13 +115,6 @@ impl Args {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(format!("argument {key:?} must be a string")),
         }
-    }
-
-    pub(crate) fn run(&self, key: &str) -> Result<RunId, String> {
-        let text = self
-            .string(key)?
-            .ok_or_else(|| format!("argument {key:?} is required (a run: run-N)"))?;
-        text.parse::<RunId>()
     }
 
     pub(crate) fn u64_in(&self, key: &str, max: u64) -> Result<Option<u64>, String> {

@@ -10,9 +10,14 @@
 //! Invariants and absences:
 //! - An agent names a source only from the operator's catalogue: no argument is a path, a
 //!   URL or a command, and only runs of declared sources can be resumed.
-//! - One store handle at a time in this process (the store's file locks are per process):
-//!   every call opens it under one lock and closes it before the next, so calls wait while a
-//!   scan writes, and other processes may read (or, between calls, write) the file.
+//! - One writer handle at a time in this process (a second would be refused as busy, like
+//!   another process): a scan opens the store under `writer_lock` and closes it when done, so
+//!   scans wait for each other, and other processes may read (or, between scans, write) the
+//!   file. The read tools open their own read handle beside it (under `store_lock`, which no
+//!   scan holds), so a read is answered while a scan runs, from the store's last fold.
+//! - Store work never stalls the executor: on a multi-thread runtime (the one `scanledger mcp`
+//!   builds) a scan's opens, checkpoints (their fsyncs), finish and read-back run in
+//!   `blocking`, which hands the worker's other tasks to another thread first.
 //! - Scans report MCP progress after every checkpoint when the caller gave a progress token,
 //!   and stop at the next page boundary when the call is cancelled (the run stays resumable).
 //! - Nothing written to stdout but the protocol (stdio mode); logs go to stderr.
@@ -23,6 +28,7 @@ use std::sync::Arc;
 use crate::store::StoreOptions;
 
 mod catalog;
+mod frame;
 mod handler;
 mod http;
 mod outcome;
@@ -32,9 +38,10 @@ mod scan;
 mod tools;
 
 pub use catalog::{Catalog, CATALOG_SOURCES_MAX};
+pub use frame::MESSAGE_BYTES_MAX;
 pub use http::{serve_http, HttpOptions};
 pub use outcome::{error_answer, outcome_of, scan_answer, ShownIds, TOTAL_LIKE_KEYS};
-pub use proxy::Proxy;
+pub use proxy::{Proxy, ProxySession, SESSIONS_MAX};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -56,8 +63,10 @@ pub struct Server {
 #[derive(Debug)]
 struct Shared {
     options: ServerOptions,
-    /// Held while the store is open: one handle at a time in this process.
+    /// Held by a read tool while its read handle is open (never by a scan).
     store_lock: tokio::sync::Mutex<()>,
+    /// Held by a scan while its writer handle is open: one writer at a time in this process.
+    writer_lock: tokio::sync::Mutex<()>,
 }
 
 impl Server {
@@ -68,6 +77,7 @@ impl Server {
             shared: Arc::new(Shared {
                 options,
                 store_lock: tokio::sync::Mutex::new(()),
+                writer_lock: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -77,12 +87,39 @@ impl Server {
     /// # Errors
     /// When the session cannot start (the client does not initialize).
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        use rmcp::ServiceExt;
-        let running = self
-            .serve(rmcp::transport::stdio())
+        serve_stdio(self).await
+    }
+}
+
+/// Runs blocking store work (an open, a checkpoint's fsync, a read-back) without stalling the
+/// executor: on a multi-thread runtime the worker first hands its other tasks to another
+/// thread (`block_in_place`); on a current-thread runtime it runs in place.
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+/// Serves `handler` on this process's stdin and stdout until the client closes them; every
+/// request gets an answer, one over `MESSAGE_BYTES_MAX` an error naming the bound.
+///
+/// # Errors
+/// When the session cannot start (the client does not initialize).
+pub async fn serve_stdio<H: rmcp::ServerHandler>(handler: H) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt;
+    let (transport, pump) = frame::stdio();
+    let ended = async {
+        let running = handler
+            .serve(transport)
             .await
             .map_err(std::io::Error::other)?;
         running.waiting().await.map_err(std::io::Error::other)?;
         Ok(())
     }
+    .await;
+    pump.abort();
+    ended
 }

@@ -180,6 +180,35 @@ pub fn scan_answer(
     Value::Object(out)
 }
 
+/// The answer of a read tool: `outcome`, then the library's report (the very object the
+/// command line prints with `--json`) at the top for an inventory; for a partial read the
+/// report under `observed_so_far` with `is_lower_bound: true`, beside `reasons`, so no
+/// top-level key reads as a total. This wrapping is the whole difference between the two
+/// faces' answers (docs/REFERENCE.md §10).
+///
+/// # Errors
+/// When the report does not serialize as a JSON object (a bug).
+pub(crate) fn report_answer(
+    status: Status,
+    report: &impl serde::Serialize,
+    reasons: Value,
+) -> Result<Value, String> {
+    let Value::Object(fields) = serde_json::to_value(report).map_err(|e| e.to_string())? else {
+        return Err("a report is a JSON object".to_owned());
+    };
+    let mut out = Map::new();
+    out.insert("outcome".into(), Value::from(outcome_of(status)));
+    if status == Status::Verified {
+        out.extend(fields);
+    } else {
+        let mut partial = fields;
+        partial.insert("is_lower_bound".into(), Value::from(true));
+        out.insert("observed_so_far".into(), Value::Object(partial));
+        out.insert("reasons".into(), reasons);
+    }
+    Ok(Value::Object(out))
+}
+
 /// An error answer: `failed_read` with what could not be done.
 #[must_use]
 pub fn error_answer(message: &str) -> Value {

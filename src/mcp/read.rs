@@ -1,27 +1,27 @@
 //! The read-only tools: `get_receipt`, `verify_receipt`, `diff_runs`, `missing_ids`,
-//! `page_run`, `list_runs`. Each opens the store for reading, reads through one snapshot,
-//! and answers by outcome: figures of a run that is not verified only under
-//! `observed_so_far` (`is_lower_bound: true`).
+//! `page_run`, `list_runs`. Each opens the store for reading, reads through one snapshot, asks
+//! the library for the same report the command line prints (`evidence`), and answers it by
+//! outcome (`outcome::report_answer`): the report at the top for an inventory, under
+//! `observed_so_far` (`is_lower_bound: true`) for a partial read. A run argument is `run-N`,
+//! `N` or `latest`, as on the command line.
 
 use serde_json::{json, Map, Value};
 
 use super::handler::Args;
-use super::outcome::{outcome_of, resumable, resume_call};
+use super::outcome::{outcome_of, report_answer, resumable, resume_call};
 use super::scan::chain;
 use super::Server;
 use crate::collect::now_ms;
 use crate::contract::ITEMS_PER_PAGE_MAX;
 use crate::evidence::{
-    diff_runs as diff_of, page_of_run, verify_receipt as verify, RangeList, Renderer,
+    compare, diff_report, missing_report, page_report, runs_report, verify_report, RunAt, RunRef,
+    RunsQuery,
 };
-use crate::idset::IdSet;
 use crate::receipt::{Receipt, RunId};
 use crate::reconcile::Status;
 use crate::store::{OpenError, RunHeader, RunState, Snapshot, Store};
 use crate::token::TOKEN_TTL_SECONDS_DEFAULT;
 
-/// Ranges an answer shows; the totals say how many there are.
-const RANGES_SHOWN_MAX: usize = 100;
 /// Runs `list_runs` shows.
 const RUNS_SHOWN_MAX: usize = 1000;
 /// IDs `page_run` serves unless asked.
@@ -39,17 +39,30 @@ async fn open(server: &Server) -> Result<(tokio::sync::MutexGuard<'_, ()>, Optio
     }
 }
 
-fn no_store(run: RunId) -> String {
+fn no_store(run: &str) -> String {
     format!("{run} is not in the store (it has no runs yet)")
+}
+
+/// A run argument's text (required).
+fn run_text<'a>(args: &'a Args, key: &str) -> Result<&'a str, String> {
+    args.string(key)?
+        .ok_or_else(|| format!("argument {key:?} is required (a run: run-N, N or latest)"))
+}
+
+/// The run a run argument names in the store `snap` reads: `run-N`, `N`, or `latest`.
+fn resolve(snap: &Snapshot<'_>, text: &str) -> Result<RunId, String> {
+    let run: RunRef = text.parse()?;
+    run.resolve(snap).map_err(|e| chain(&e))
 }
 
 /// `get_receipt {"run_id"}`.
 pub(crate) async fn get_receipt(server: &Server, args: &Args) -> Result<Value, String> {
     args.only(&["run_id"])?;
-    let run = args.run("run_id")?;
+    let text = run_text(args, "run_id")?;
     let (_held, store) = open(server).await?;
-    let store = store.ok_or_else(|| no_store(run))?;
+    let store = store.ok_or_else(|| no_store(text))?;
     let snap = store.read().map_err(|e| chain(&e))?;
+    let run = resolve(&snap, text)?;
     let receipt = snap.receipt(run).map_err(|e| chain(&e))?;
     let mut out = Map::new();
     out.insert(
@@ -112,47 +125,18 @@ pub(crate) async fn verify_receipt(server: &Server, args: &Args) -> Result<Value
         return Err(format!("the receipt is over {RECEIPT_TEXT_MAX} bytes"));
     }
     let receipt = Receipt::from_json(&text).map_err(|e| format!("not a receipt: {e}"))?;
-    let run: RunId = receipt.run_id.parse()?;
     let (_held, store) = open(server).await?;
-    let store = store.ok_or_else(|| no_store(run))?;
+    let store = store.ok_or_else(|| no_store(&receipt.run_id))?;
     let snap = store.read().map_err(|e| chain(&e))?;
-    let mismatches = verify(&snap, &receipt).map_err(|e| chain(&e))?;
-    if !mismatches.is_empty() {
-        return Ok(json!({
-            "outcome": "failed_read",
-            "verified": false,
-            "run_id": receipt.run_id,
-            "first_mismatch": mismatches[0],
-            "mismatches": mismatches,
-        }));
+    let report =
+        verify_report(&snap, &server.shared.options.store, &receipt).map_err(|e| chain(&e))?;
+    // The answer is about the receipt itself, never a partial read: always at the top.
+    let mut out = Map::new();
+    out.insert("outcome".into(), Value::from(outcome_of(report.status())));
+    if let Value::Object(r) = serde_json::to_value(&report).map_err(|e| e.to_string())? {
+        out.extend(r);
     }
-    Ok(json!({
-        "outcome": outcome_of(receipt.coverage_status),
-        "verified": true,
-        "run_id": receipt.run_id,
-        "coverage_status": receipt.coverage_status,
-    }))
-}
-
-/// The worse status of two runs.
-fn worse(a: Status, b: Status) -> Status {
-    match (a, b) {
-        (Status::Failed, _) | (_, Status::Failed) => Status::Failed,
-        (Status::Unknown, _) | (_, Status::Unknown) => Status::Unknown,
-        _ => Status::Verified,
-    }
-}
-
-fn rendered(
-    snap: &Snapshot<'_>,
-    header: &RunHeader,
-    set: &IdSet,
-) -> Result<(Vec<String>, u64), String> {
-    let list = RangeList::of(set);
-    let shown: Vec<(u64, u64)> = list.shown.iter().take(RANGES_SHOWN_MAX).copied().collect();
-    let codec = Renderer::for_ids(snap, header, shown.iter().flat_map(|(a, b)| [*a, *b]))
-        .map_err(|e| chain(&e))?;
-    Ok((codec.ranges(&shown), list.ranges_total))
+    Ok(Value::Object(out))
 }
 
 fn partial_note(old: &RunHeader, new: &RunHeader) -> Value {
@@ -168,74 +152,48 @@ fn partial_note(old: &RunHeader, new: &RunHeader) -> Value {
     )
 }
 
-/// `diff_runs {"a", "b"}`.
+/// The two runs of a comparison within the server's store, `a` (old) then `b` (new).
+fn pair<'a, 's>(
+    server: &'a Server,
+    snap: &'a Snapshot<'s>,
+    a: &str,
+    b: &str,
+) -> Result<(RunAt<'a, 's>, RunAt<'a, 's>), String> {
+    let store = server.shared.options.store.as_path();
+    let at = |run| RunAt { snap, run, store };
+    Ok((at(resolve(snap, a)?), at(resolve(snap, b)?)))
+}
+
+/// `diff_runs {"a", "b"}`: the report of `scanledger diff A B`.
 pub(crate) async fn diff_runs(server: &Server, args: &Args) -> Result<Value, String> {
     args.only(&["a", "b"])?;
-    let (a, b) = (args.run("a")?, args.run("b")?);
+    let (a, b) = (run_text(args, "a")?, run_text(args, "b")?);
     let (_held, store) = open(server).await?;
     let store = store.ok_or_else(|| no_store(a))?;
     let snap = store.read().map_err(|e| chain(&e))?;
-    let rd = diff_of(&snap, a, b).map_err(|e| chain(&e))?;
-    let (added, added_total) = rendered(&snap, &rd.new, &rd.diff.added)?;
-    let (removed, removed_total) = rendered(&snap, &rd.old, &rd.diff.removed)?;
-    let status = worse(rd.old.coverage_status, rd.new.coverage_status);
-    let figures = json!({
-        "added_count": rd.diff.added_count(), "removed_count": rd.diff.removed_count(),
-        "added_ranges": added, "added_ranges_total": added_total,
-        "removed_ranges": removed, "removed_ranges_total": removed_total,
-        "partitions_differing": rd.diff.partitions_differing.len(),
-    });
-    Ok(by_status(
-        status,
-        json!({"a": a.to_string(), "b": b.to_string()}),
-        figures,
-        partial_note(&rd.old, &rd.new),
-    ))
+    let (old, new) = pair(server, &snap, a, b)?;
+    let cmp = compare(old, new, false, false).map_err(|e| chain(&e))?;
+    let report = diff_report(&cmp).map_err(|e| chain(&e))?;
+    report_answer(report.status(), &report, partial_note(&cmp.old, &cmp.new))
 }
 
-/// `missing_ids {"run_id", "against"}`.
+/// `missing_ids {"run_id", "against"}`: the report of `scanledger missing RUN --against OTHER`.
 pub(crate) async fn missing_ids(server: &Server, args: &Args) -> Result<Value, String> {
     args.only(&["run_id", "against"])?;
-    let (run, against) = (args.run("run_id")?, args.run("against")?);
+    let (run, against) = (run_text(args, "run_id")?, run_text(args, "against")?);
     let (_held, store) = open(server).await?;
     let store = store.ok_or_else(|| no_store(run))?;
     let snap = store.read().map_err(|e| chain(&e))?;
-    let rd = diff_of(&snap, run, against).map_err(|e| chain(&e))?;
-    let (ranges, total) = rendered(&snap, &rd.new, &rd.diff.added)?;
-    let status = worse(rd.old.coverage_status, rd.new.coverage_status);
-    let figures = json!({"missing_count": rd.diff.added_count(), "missing_ranges": ranges, "missing_ranges_total": total});
-    Ok(by_status(
-        status,
-        json!({"run_id": run.to_string(), "against": against.to_string()}),
-        figures,
-        partial_note(&rd.old, &rd.new),
-    ))
-}
-
-/// An answer about two runs: the figures at the top for two inventories, else under
-/// `observed_so_far`.
-fn by_status(status: Status, head: Value, figures: Value, reasons: Value) -> Value {
-    let mut out = Map::new();
-    out.insert("outcome".into(), Value::from(outcome_of(status)));
-    if let Value::Object(h) = head {
-        out.extend(h);
-    }
-    match (status, figures) {
-        (Status::Verified, Value::Object(f)) => out.extend(f),
-        (_, Value::Object(mut f)) => {
-            f.insert("is_lower_bound".into(), Value::from(true));
-            out.insert("observed_so_far".into(), Value::Object(f));
-            out.insert("reasons".into(), reasons);
-        }
-        _ => {}
-    }
-    Value::Object(out)
+    let (old, new) = pair(server, &snap, run, against)?;
+    let cmp = compare(old, new, false, false).map_err(|e| chain(&e))?;
+    let report = missing_report(&cmp).map_err(|e| chain(&e))?;
+    report_answer(report.status(), &report, partial_note(&cmp.old, &cmp.new))
 }
 
 /// `page_run {"run_id", "token", "size"}`.
 pub(crate) async fn page_run(server: &Server, args: &Args) -> Result<Value, String> {
     args.only(&["run_id", "token", "size"])?;
-    let run = args.run("run_id")?;
+    let text = run_text(args, "run_id")?;
     let token = args.string("token")?;
     let size = args
         .u64_in("size", u64::from(ITEMS_PER_PAGE_MAX))?
@@ -243,22 +201,14 @@ pub(crate) async fn page_run(server: &Server, args: &Args) -> Result<Value, Stri
             u32::try_from(n).unwrap_or(ITEMS_PER_PAGE_MAX)
         });
     let (_held, store) = open(server).await?;
-    let store = store.ok_or_else(|| no_store(run))?;
+    let store = store.ok_or_else(|| no_store(text))?;
     let snap = store.read().map_err(|e| chain(&e))?;
-    let page = page_of_run(&snap, run, token, size, TOKEN_TTL_SECONDS_DEFAULT, now_ms())
+    let run = resolve(&snap, text)?;
+    let page = page_report(&snap, run, token, size, TOKEN_TTL_SECONDS_DEFAULT, now_ms())
         .map_err(|e| chain(&e))?;
-    let next = page.next_token.clone();
-    if page.coverage_status == Status::Verified {
-        return Ok(
-            json!({"outcome": "inventory", "run_id": run.to_string(), "ids": page.ids, "next_token": next}),
-        );
-    }
-    Ok(json!({
-        "outcome": outcome_of(page.coverage_status), "run_id": run.to_string(),
-        "coverage_status": page.coverage_status,
-        "observed_so_far": {"ids": page.ids, "is_lower_bound": true},
-        "next_token": next,
-    }))
+    let reasons = json!([{"run_id": page.run_id, "coverage_status": page.coverage_status,
+        "detail": "this run did not verify: its pages are not pages of a complete inventory"}]);
+    report_answer(page.coverage_status, &page, reasons)
 }
 
 /// `list_runs {}`.
@@ -269,24 +219,17 @@ pub(crate) async fn list_runs(server: &Server, args: &Args) -> Result<Value, Str
         return Ok(json!({"outcome": "inventory", "runs": []}));
     };
     let snap = store.read().map_err(|e| chain(&e))?;
-    let runs = snap.runs().map_err(|e| chain(&e))?;
-    let all = runs.len();
-    let rows: Vec<Value> = runs
-        .iter()
-        .take(RUNS_SHOWN_MAX)
-        .map(|r| {
-            json!({
-                "run_id": r.run_id.to_string(), "source": r.source, "tenant": r.tenant,
-                "state": r.state.as_str(), "coverage_status": r.coverage_status,
-                "pages_observed": r.pages_observed, "unique_ids_observed": r.unique_ids_observed,
-                "started_at": r.started_at, "finished_at": r.finished_at,
-            })
-        })
-        .collect();
-    if all > RUNS_SHOWN_MAX {
-        return Ok(json!({"outcome": "incomplete_read",
-            "observed_so_far": {"runs": rows, "is_lower_bound": true},
-            "reasons": [{"kind": "limit_reached", "detail": format!("the newest {RUNS_SHOWN_MAX} runs are shown")}]}));
-    }
-    Ok(json!({"outcome": "inventory", "runs": rows}))
+    let query = RunsQuery {
+        limit: Some(RUNS_SHOWN_MAX),
+        ..RunsQuery::default()
+    };
+    let report = runs_report(&snap, &query).map_err(|e| chain(&e))?;
+    let status = if report.store_total > RUNS_SHOWN_MAX {
+        Status::Unknown
+    } else {
+        Status::Verified
+    };
+    let reasons = json!([{"kind": "limit_reached",
+        "detail": format!("the newest {RUNS_SHOWN_MAX} runs are shown")}]);
+    report_answer(status, &report, reasons)
 }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::handler::Args;
 use super::outcome::{resumable, scan_answer, ShownIds};
-use super::Server;
+use super::{blocking, Server};
 use crate::collect::{now_ms, resume_with, scan_with, RunLog, ScanResult};
 use crate::contract::{Contract, ITEMS_PER_PAGE_MAX, PAGES_PER_RUN_MAX};
 use crate::error::Error;
@@ -42,7 +42,7 @@ impl<L: RunLog> RunLog for Reporting<L> {
         self.inner.run()
     }
     fn checkpoint(&mut self, rec: &Reconciler, delta: Delta) -> Result<(), Error> {
-        self.inner.checkpoint(rec, delta)?;
+        blocking(|| self.inner.checkpoint(rec, delta))?;
         self.progress
             .send_replace((rec.progress().pages_observed, rec.ids().len()));
         Ok(())
@@ -51,11 +51,12 @@ impl<L: RunLog> RunLog for Reporting<L> {
         self.inner.set_server_count(n);
     }
     fn finish(self, rec: &Reconciler, at: u64) -> Result<(), Error> {
-        self.inner.finish(rec, at)
+        blocking(|| self.inner.finish(rec, at))
     }
     fn restart(self, rec: &Reconciler, contract: &Contract, at: u64) -> Result<Self, Error> {
+        let inner = self.inner;
         Ok(Reporting {
-            inner: self.inner.restart(rec, contract, at)?,
+            inner: blocking(|| inner.restart(rec, contract, at))?,
             progress: self.progress,
             cancelled: self.cancelled,
         })
@@ -120,9 +121,25 @@ pub(crate) async fn scan_collection(
             return Err("argument \"contract\" must be an object (a scanledger contract)".into())
         }
     };
-    contract_obj
-        .entry("source")
-        .or_insert_with(|| Value::from(name));
+    // The declared name is the scope: a contract naming another source would record this
+    // source's IDs as another collection's inventory.
+    match contract_obj.get("source") {
+        None | Some(Value::Null) => {
+            contract_obj.insert("source".into(), Value::from(name));
+        }
+        Some(Value::String(s)) if s == name => {}
+        Some(other) => {
+            let shown = other.as_str().map_or_else(
+                || crate::source::mapping::pointer::type_name(other).to_owned(),
+                |s| format!("{:?}", crate::receipt::terminal_safe(s)),
+            );
+            return Err(format!(
+                "contract.source is {shown}, but the source scanned is {:?}: the declared name is the run's scope; leave contract.source out (or give {:?})",
+                crate::receipt::terminal_safe(name),
+                crate::receipt::terminal_safe(name)
+            ));
+        }
+    }
     let contract = Contract::from_json(&Value::Object(contract_obj).to_string())
         .map_err(|e| format!("contract: {e}"))?;
     let ids_max = args
@@ -130,12 +147,12 @@ pub(crate) async fn scan_collection(
         .unwrap_or(IDS_SHOWN_DEFAULT);
     let mut source = AnySource::open_for(spec, &contract).map_err(|e| chain(&e))?;
     source.prepare().await.map_err(|e| chain(&e))?;
-    let _held = server.shared.store_lock.lock().await;
+    let _held = server.shared.writer_lock.lock().await;
     let mut store = open_store(server)?;
     store.record_source(&source.recorded_spec(spec));
     let started = now_ms();
     let mut rec = Reconciler::new(&contract);
-    let (writer, interner) = store.begin(&contract, started).map_err(|e| chain(&e))?;
+    let (writer, interner) = blocking(|| store.begin(&contract, started)).map_err(|e| chain(&e))?;
     if let Some(interner) = interner {
         rec.set_interner(interner);
     }
@@ -168,7 +185,9 @@ pub(crate) async fn resume_scan(
         "deadline_seconds",
         "ids_max",
     ])?;
-    let run = args.run("run_id")?;
+    let run_text = args
+        .string("run_id")?
+        .ok_or("argument \"run_id\" is required (a run: run-N, N or latest)")?;
     let raise = Raise {
         max_pages: args
             .u64_in("max_pages", u64::from(PAGES_PER_RUN_MAX))?
@@ -180,12 +199,21 @@ pub(crate) async fn resume_scan(
     let ids_max = args
         .u64_in("ids_max", u64::from(ITEMS_PER_PAGE_MAX))?
         .unwrap_or(IDS_SHOWN_DEFAULT);
-    let _held = server.shared.store_lock.lock().await;
+    let _held = server.shared.writer_lock.lock().await;
     let mut store = open_store(server)?;
-    let header = store
-        .read()
-        .and_then(|s| s.header(run))
-        .map_err(|e| chain(&e))?;
+    let (run, header) = blocking(|| -> Result<_, String> {
+        let snap = store.read().map_err(|e| chain(&e))?;
+        let run = if run_text == "latest" {
+            snap.latest()
+                .map_err(|e| chain(&e))?
+                .ok_or("`latest` names the newest run, and the store has no run yet")?
+        } else {
+            run_text
+                .parse::<RunId>()
+                .map_err(|_| format!("{run_text:?} is not a run (run-N, N or latest)"))?
+        };
+        Ok((run, snap.header(run).map_err(|e| chain(&e))?))
+    })?;
     // Only a run of a declared source: the recorded spec must be one the operator named.
     let spec = header.source_spec.clone().unwrap_or_default();
     if server.shared.options.catalog.name_of(&spec).is_none() {
@@ -196,7 +224,7 @@ pub(crate) async fn resume_scan(
     let mut source = AnySource::open_for(&spec, &header.contract).map_err(|e| chain(&e))?;
     source.prepare().await.map_err(|e| chain(&e))?;
     store.record_source(&source.recorded_spec(&spec));
-    let (writer, loaded) = store.resume(run, &raise).map_err(|e| chain(&e))?;
+    let (writer, loaded) = blocking(|| store.resume(run, &raise)).map_err(|e| chain(&e))?;
     let (tx, rx) = watch::channel((0, 0));
     let expected = loaded.contract.expected_count;
     let log = Reporting {
@@ -223,17 +251,19 @@ fn answer(
     let receipt = done.receipt();
     let status = receipt.coverage_status;
     let ids = if status == Status::Verified {
-        let snap = store.read().map_err(|e| chain(&e))?;
         let size = u32::try_from(ids_max).unwrap_or(ITEMS_PER_PAGE_MAX);
-        let page = page_of_run(
-            &snap,
-            done.meta.run_id,
-            None,
-            size,
-            TOKEN_TTL_SECONDS_DEFAULT,
-            now_ms(),
-        )
-        .map_err(|e| chain(&e))?;
+        let page = blocking(|| {
+            let snap = store.read().map_err(|e| chain(&e))?;
+            page_of_run(
+                &snap,
+                done.meta.run_id,
+                None,
+                size,
+                TOKEN_TTL_SECONDS_DEFAULT,
+                now_ms(),
+            )
+            .map_err(|e| chain(&e))
+        })?;
         Some(ShownIds {
             ids: page.ids,
             next_token: page.next_token,
@@ -245,18 +275,47 @@ fn answer(
     if let Some(p) = provenance {
         extra.insert("server".into(), Value::from(p));
     }
-    Ok(scan_answer(
+    let mut answer = scan_answer(
         &receipt,
         &done.contract,
         resumable(status, done.reconciler.progress()),
         ids,
         extra,
-    ))
+    );
+    if let Value::Object(a) = &mut answer {
+        if a.get("resume_scan").is_some_and(Value::is_object) {
+            a.insert(
+                "resume_to_end".into(),
+                resume_to_end(&receipt.run_id, &receipt.limits_hit),
+            );
+        }
+    }
+    Ok(answer)
+}
+
+/// The `resume_scan` call that can reach the end in one go: every budget that stopped the run
+/// lifted to the most this server accepts (`resume_scan`, beside it, doubles them instead).
+fn resume_to_end(run: &str, limits_hit: &[String]) -> Value {
+    // The largest integer every JSON client reads exactly: unbounded in practice.
+    const EXACT_MAX: u64 = (1 << 53) - 1;
+    let mut args = Map::new();
+    args.insert("run_id".into(), Value::from(run));
+    for hit in limits_hit {
+        let (key, most) = match hit.as_str() {
+            "max_pages" => ("max_pages", u64::from(PAGES_PER_RUN_MAX)),
+            "max_records" => ("max_records", EXACT_MAX),
+            "max_bytes" => ("max_bytes", EXACT_MAX),
+            "deadline" => ("deadline_seconds", crate::contract::DEADLINE_SECONDS_MAX),
+            _ => continue,
+        };
+        args.insert(key.into(), Value::from(most));
+    }
+    serde_json::json!({"tool": "resume_scan", "arguments": Value::Object(args)})
 }
 
 pub(crate) fn open_store(server: &Server) -> Result<Store, String> {
     let o = &server.shared.options;
-    Store::open(&o.store, o.store_options).map_err(|e| chain(&e))
+    blocking(|| Store::open(&o.store, o.store_options)).map_err(|e| chain(&e))
 }
 
 /// An error and its causes, `: `-separated.

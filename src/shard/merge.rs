@@ -77,7 +77,6 @@ fn record(p: &mut Progress, kind: ViolationKind, page: u32, detail: String) {
 /// store the merge could not read whole.
 pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError> {
     let plan_digest = plan.digest();
-    let contract_digest = plan.contract_digest();
     let contract = &plan.contract;
     let mut progress = Reconciler::new(contract).progress().clone();
     progress.next = None;
@@ -103,8 +102,15 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
                 Some(r) if r.count as usize != plan.shards.len() => {
                     Some(format!("says the plan has {} shards", r.count))
                 }
-                Some(_) if digest::contract_digest(c) != contract_digest => {
-                    Some("runs under another contract than the plan's".to_owned())
+                Some(r)
+                    if plan.shard_contract(r.index).is_none_or(|want| {
+                        digest::contract_digest(c) != digest::contract_digest(&want)
+                    }) =>
+                {
+                    Some(format!(
+                        "runs under another contract than the plan's shard {}",
+                        r.index
+                    ))
                 }
                 Some(r) if c.scope.key_range != plan.shards.get(r.index as usize).copied() => {
                     Some(format!("covers another key range than shard {}", r.index))
@@ -372,6 +378,11 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
             );
         }
     }
+    if all_terminal {
+        if let Some(detail) = partition_differences(contract.expected_partitions.as_deref(), &ids) {
+            record(&mut progress, ViolationKind::PartitionMismatch, 0, detail);
+        }
+    }
     let codec = crate::codec::IdCodec::new(contract.id_codec, progress.id_prefix.clone());
     let mut reconciler = Reconciler::restore(
         contract,
@@ -414,4 +425,36 @@ fn first_outside(ids: &IdSet, range: KeyRange) -> Option<u64> {
         }
     }
     None
+}
+
+/// The partitions whose count in `ids` differs from the contract's `expected_partitions` (an
+/// unlisted partition is expected empty), as R11 words them; `None` when all agree.
+fn partition_differences(expected: Option<&[(u64, u64)]>, ids: &IdSet) -> Option<String> {
+    const SHOWN_MAX: usize = 16;
+    let expected = expected?;
+    let mut differing = Vec::new();
+    let mut total = 0usize;
+    let mut note = |p: u64, want: u64, seen: u64| {
+        total += 1;
+        if differing.len() < SHOWN_MAX {
+            differing.push(format!("partition {p} (expected {want}, observed {seen})"));
+        }
+    };
+    for (p, n) in expected {
+        let seen = ids.partition(*p).map_or(0, roaring::RoaringBitmap::len);
+        if seen != *n {
+            note(*p, *n, seen);
+        }
+    }
+    for (p, b) in ids.partitions() {
+        if expected.binary_search_by_key(&p, |(q, _)| *q).is_err() {
+            note(p, 0, b.len());
+        }
+    }
+    (total > 0).then(|| {
+        format!(
+            "{total} partitions of the shards' union differ from the contract's counts: {}",
+            differing.join(", ")
+        )
+    })
 }

@@ -249,11 +249,21 @@ impl Plan {
     }
 
     /// The contract of shard `index`: the base contract with the shard's key range and a
-    /// reference to this plan; `None` past the last shard.
+    /// reference to this plan, expecting only what belongs to its range: no whole-collection
+    /// `expected_count` (the merge checks it on the union), and of `expected_partitions` only
+    /// the partitions in its range (every partition lies in exactly one shard, the bounds being
+    /// partition-aligned); `None` past the last shard.
     #[must_use]
     pub fn shard_contract(&self, index: u32) -> Option<Contract> {
         let range = *self.shards.get(index as usize)?;
         let mut c = self.contract.base();
+        c.expected_count = None;
+        if let Some(parts) = &mut c.expected_partitions {
+            parts.retain(|(p, _)| {
+                p.checked_mul(PARTITION_WIDTH)
+                    .is_some_and(|first| range.contains(first))
+            });
+        }
         c.scope.key_range = Some(range);
         c.scope.shard = Some(ShardRef {
             plan: self.digest(),

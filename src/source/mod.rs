@@ -26,6 +26,8 @@ mod mysql;
 mod postgres;
 mod replay;
 pub(crate) mod sim;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) mod sql;
 
 #[cfg(any(
     feature = "postgres",
@@ -108,33 +110,6 @@ pub trait PageSource {
 /// between them are read and ignored), so the statement stays small.
 pub const KEY_RANGES_MAX: usize = 256;
 
-/// `(K BETWEEN a AND b OR ...)` over at most `KEY_RANGES_MAX` hulls of `ranges` (ascending,
-/// disjoint, inclusive); `quoted_key` is the key column already quoted by the source's dialect.
-/// The bounds are integers we format ourselves, so nothing of the input reaches the SQL text.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn key_ranges_sql(quoted_key: &str, ranges: &[(u64, u64)]) -> String {
-    let per_hull = ranges.len().div_ceil(KEY_RANGES_MAX).max(1);
-    let hulls: Vec<String> = ranges
-        .chunks(per_hull)
-        .filter_map(|c| Some((c.first()?.0, c.last()?.1)))
-        .map(|(lo, hi)| format!("{quoted_key} BETWEEN {lo} AND {hi}"))
-        .collect();
-    if hulls.is_empty() {
-        // No range: no row.
-        return "1 = 0".to_owned();
-    }
-    format!("({})", hulls.join(" OR "))
-}
-
-/// `where` narrowed by a key-range predicate.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn narrowed(where_sql: Option<&str>, ranges: &str) -> String {
-    match where_sql {
-        Some(w) => format!("(\n{w}\n) AND {ranges}"),
-        None => ranges.to_owned(),
-    }
-}
-
 /// A source named on the command line.
 #[derive(Debug)]
 pub enum AnySource {
@@ -208,13 +183,13 @@ impl AnySource {
         #[cfg(feature = "postgres")]
         if let Some(path) = spec.strip_prefix("postgres:") {
             return Ok(AnySource::Postgres(Box::new(
-                PostgresSource::open(path.as_ref())?.with_key_range(key_range),
+                PostgresSource::open(path.as_ref())?.for_scope(&contract.scope, contract.id_codec),
             )));
         }
         #[cfg(feature = "mysql")]
         if let Some(path) = spec.strip_prefix("mysql:") {
             return Ok(AnySource::Mysql(Box::new(
-                MysqlSource::open(path.as_ref())?.with_key_range(key_range),
+                MysqlSource::open(path.as_ref())?.for_scope(&contract.scope, contract.id_codec),
             )));
         }
         let _ = key_range;

@@ -119,13 +119,30 @@ fn untouched_receipts_verify() -> TestResult {
     assert_eq!(report["verified"], json!(true));
     assert_eq!(report["mismatches"], json!([]));
 
-    // A run that stopped early (unknown) has an authentic receipt as well.
+    // A run that stopped early (unknown) has an authentic receipt as well; it matches its
+    // store, and says so with its status, never as "verified", and exits with that status.
     let contract = json!({"source": "customers", "page_size": 10, "limits": {"max_pages": 3}});
     let (code, partial) = env.scan("partial", &contract, "sim:records=100");
     assert_eq!(code, 3, "{partial}");
     let file = env.write("partial.json", &partial.to_string());
     let (code, out, err) = env.sl(&["verify", &file]);
-    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("the receipt matches store") && out.contains("its status is unknown"),
+        "{out}"
+    );
+    assert!(!out.contains("verified"), "{out}");
+    let (code, out, _) = env.sl(&["--json", "verify", &file]);
+    assert_eq!(code, 3);
+    let report = json_out(&out);
+    assert_eq!(
+        (
+            &report["matches"],
+            &report["verified"],
+            &report["coverage_status"]
+        ),
+        (&json!(true), &json!(false), &json!("unknown"))
+    );
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! Integration tests: one binary, through the public API and the real `scanledger` binary.
 
 mod cli_errors;
+#[cfg(feature = "mcp")]
+mod cli_mcp;
 mod cli_surface;
 mod cli_terminal;
 mod compat;
@@ -31,8 +33,11 @@ mod report;
 mod resume;
 mod scenarios;
 mod shards;
+mod shards_checks;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
+#[cfg(feature = "postgres")]
+mod sqlcore;
 mod stdout;
 mod store_files;
 mod structure;

@@ -25,8 +25,10 @@ fn replay(env: &Env, name: &str, lines: &[Value]) -> String {
 /// `count` mode answered by the source's own count exited 0 with `unknown`, while `receipt`
 /// and `export` of the same run exited 3; a resume then kept the server's count through a
 /// traversal; an `expected_count` that disagreed with the server's count raised nothing.
-/// Now a server count is the answer (scan and receipt exit 0), cannot be resumed, and a
-/// disagreeing expectation is R10.
+/// Then the count answered the scan with exit 0 while its receipt said UNKNOWN: the exit
+/// code is now the status, always, so a server count nothing traversed
+/// exits 3 from scan and receipt alike, keeps its total in `count_total`, cannot be resumed,
+/// and a disagreeing expectation is R10.
 #[test]
 fn count_mode_answers_consistently_and_checks_the_expectation() {
     let env = Env::new();
@@ -35,11 +37,15 @@ fn count_mode_answers_consistently_and_checks_the_expectation() {
         &json!({"source": "s", "mode": "count"}),
         "sim:records=500,count=true",
     );
-    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        (code, r["coverage_status"].as_str()),
+        (3, Some("unknown")),
+        "{r}"
+    );
     assert_eq!(r["count_total"], json!(500));
     let run = run_id(&r);
     let (code, again) = receipt_of(&env, &run);
-    assert_eq!(code, 0, "the stored receipt answers the same way: {again}");
+    assert_eq!(code, 3, "the stored receipt answers the same way: {again}");
     assert_eq!(again["count_total"], json!(500));
     // No IDs were read: the export is no inventory.
     let (code, _, _) = env.sl(&["export", &run]);
@@ -614,7 +620,9 @@ fn reading_a_crashed_store_never_writes_it() {
     assert_eq!(code, 3, "{out}{err}");
     let file = env.write("r.json", &out);
     let (code, out, err) = env.sl(&["verify", &file]);
-    assert_eq!(code, 0, "{out}{err}");
+    // The receipt matches its store; it exits with its status (unknown), as the scan did.
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("the receipt matches store"), "{out}");
     assert_eq!(
         std::fs::read(&env.store).expect("store"),
         before,

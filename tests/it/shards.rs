@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::util::{self, Env};
 
 /// `scanledger --json ARGS`; (exit code, stdout JSON or Null, stderr).
-fn sl_json(args: &[&str]) -> (i32, Value, String) {
+pub(crate) fn sl_json(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let (code, out, err) = util::run(&all);
@@ -31,12 +31,19 @@ fn sl_json(args: &[&str]) -> (i32, Value, String) {
     (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
 }
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
 /// Plans `n` shards of `contract` over `source` into `dir`; returns the plan's path.
-fn plan(env: &Env, dir: &str, contract: &Value, source: &str, n: u32, extra: &[&str]) -> PathBuf {
+pub(crate) fn plan(
+    env: &Env,
+    dir: &str,
+    contract: &Value,
+    source: &str,
+    n: u32,
+    extra: &[&str],
+) -> PathBuf {
     let c = env.write(&format!("{dir}.contract.json"), &contract.to_string());
     let out = env.path().join(dir);
     let n = n.to_string();
@@ -63,7 +70,7 @@ fn plan(env: &Env, dir: &str, contract: &Value, source: &str, n: u32, extra: &[&
 }
 
 /// Scans shard `k` of `plan` into `store`; (exit code, receipt).
-fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value) {
+pub(crate) fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value) {
     let k = k.to_string();
     let (p, st) = (s(plan), s(store));
     let mut args = vec!["--store", &st, "scan", "--plan", &p, "--shard", &k];
@@ -74,7 +81,7 @@ fn scan_shard(plan: &Path, k: u32, store: &Path, extra: &[&str]) -> (i32, Value)
 }
 
 /// Merges `stores` under `plan` into `out`; (exit code, the merge's JSON).
-fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
+pub(crate) fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
     let (p, o) = (s(plan), s(out));
     let names: Vec<String> = stores.iter().map(|p| s(p)).collect();
     let mut args = vec!["merge", "--plan", &p, "--out", &o];
@@ -82,7 +89,7 @@ fn merge(plan: &Path, out: &Path, stores: &[PathBuf]) -> (i32, Value, String) {
     sl_json(&args)
 }
 
-fn kinds(receipt: &Value) -> Vec<String> {
+pub(crate) fn kinds(receipt: &Value) -> Vec<String> {
     receipt["violations"]
         .as_array()
         .unwrap()
@@ -93,7 +100,7 @@ fn kinds(receipt: &Value) -> Vec<String> {
 
 /// The fields a merged receipt shares with the single scan of the same collection.
 #[track_caller]
-fn same_collection(merged: &Value, single: &Value) {
+pub(crate) fn same_collection(merged: &Value, single: &Value) {
     for key in [
         "merkle_root",
         "partitions",
@@ -192,7 +199,8 @@ fn a_missing_shard_is_unknown_and_never_verified() {
     }
     assert_eq!(stored["shards"][1]["unique_ids_observed"], 0);
     let (code, v, err) = verify(&env, &out, "m.json", &stored);
-    assert_eq!(code, 0, "{err}\n{v}");
+    // It matches its store, and exits with its status: a matching unknown receipt is no pass.
+    assert_eq!((code, &v["matches"]), (3, &json!(true)), "{err}\n{v}");
     // The Python verifier accepts it: the list's shape and cover are checked, its values are
     // not compared for a run that is not verified.
     let ids = env.path().join("m.txt");
@@ -236,7 +244,7 @@ fn a_shard_run_twice_is_failed() {
     assert_eq!(stored["shards"][0]["finding"], "merged");
     assert_eq!(stored["shards"][1]["finding"], "conflict");
     assert!(stored["shards"][1]["run_id"].is_null());
-    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
+    assert_eq!(verify(&env, &out, "m.json", &stored).1["matches"], true);
     // The same shard scanned again into its own store is not a second attempt: the store's
     // finished attempt is shown, and the merge is exact.
     let (code, r) = scan_shard(&plan_path, 1, &stores[1], &[]);
@@ -315,7 +323,7 @@ fn an_id_outside_its_shards_range_is_failed() {
     assert_eq!(e["unique_ids_observed"], r["unique_ids_observed"]);
     assert_eq!(e["coverage_status"], "failed");
     assert_eq!(e["merkle_root"], r["merkle_root"]);
-    assert_eq!(verify(&env, &out, "m.json", &stored).0, 0);
+    assert_eq!(verify(&env, &out, "m.json", &stored).1["matches"], true);
 }
 
 #[test]
@@ -478,7 +486,11 @@ fn a_shard_killed_and_scanned_again_continues_its_own_run() {
     assert_eq!(e["store"], "a.redb");
     assert_eq!(e["coverage_status"], "unknown");
     assert_eq!(stored["shards"][1]["finding"], "merged");
-    assert_eq!(verify(&env, &m1, "m1.json", &stored).0, 0);
+    assert_eq!(
+        verify(&env, &m1, "m1.json", &stored).0,
+        3,
+        "matches, unknown"
+    );
     // Scanned again, the shard continues run-1 of its store; the merge is exact.
     let (code, r) = scan_shard(&plan_path, 0, &a, &["--source", "sim:records=60000"]);
     assert_eq!(code, 0, "{r}");

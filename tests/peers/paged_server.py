@@ -7,6 +7,13 @@ It serves one scenario file (JSON), the MCP twin of a replay file:
                                        # or several joined by "|": "status|cursor")
      "routes": {"null": [REPLY, ...], "c2": [REPLY, ...], "3": [...]},
      "tools_list_page": 2,             # tools/list in pages of this many tools (0: one page)
+     "resources": 5,                   # resources/list serves test://r/1 .. test://r/5 ...
+     "resources_page": 2,              # ... in pages of this many ...
+     "resources_stuck": true,          # ... the last page naming its own cursor as the next
+     "tickets": {"null": {...}, "t2": {...}},  # json_tickets(cursor): the page for each cursor,
+                                       # returned as JSON text (`-> str`: the SDK wraps it as
+                                       # structuredContent {"result": TEXT})
+     "no_prompts": true,               # no prompts/list at all (-32601)
      "print_env": "NAME"}              # print this variable to stderr at start (secret tests)
 
 The route key is the selecting argument's value as text ("null" when absent). A route answers
@@ -24,7 +31,7 @@ import sys
 from typing import Any
 
 import mcp_types as types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 scenario = json.load(open(sys.argv[1]))
@@ -56,7 +63,27 @@ class PagedServer(MCPServer):
         )
 
 
+    async def _handle_list_resources(self, ctx, params):  # type: ignore[override]
+        n, per = int(scenario.get("resources", 0)), int(scenario.get("resources_page", 0)) or 1
+        every = [types.Resource(uri=f"test://r/{i}", name=f"r{i}") for i in range(1, n + 1)]
+        cursor = params.cursor if params is not None else None
+        start = 0
+        if cursor is not None:
+            if not cursor.startswith("rs-"):
+                raise MCPError(code=-32602, message="invalid cursor")
+            start = int(cursor[3:])
+        nxt = start + per
+        if nxt < n:
+            return types.ListResourcesResult(resources=every[start:nxt], next_cursor=f"rs-{nxt}")
+        # The last page: with resources_stuck it names its own cursor again (a server bug).
+        again = f"rs-{start}" if scenario.get("resources_stuck") and start > 0 else None
+        return types.ListResourcesResult(resources=every[start:nxt], next_cursor=again)
+
+
 server = PagedServer("paged-test-server", version="9.9.1")
+if scenario.get("no_prompts"):
+    # A server without prompts: prompts/list is an unknown method (-32601).
+    server._lowlevel_server._request_handlers.pop("prompts/list", None)
 
 
 def answer(arguments: dict[str, Any]) -> types.CallToolResult:
@@ -107,6 +134,23 @@ def paged(
 def echo(text: str) -> str:
     """Returns its argument."""
     return text
+
+
+@server.tool()
+def json_tickets(cursor: str | None = None) -> str:
+    """Tickets as JSON text, a page per call (the shape MCPServer gives a `-> str` tool)."""
+    page = scenario.get("tickets", {}).get("null" if cursor is None else cursor)
+    if page is None:
+        raise MCPError(code=-32602, message="no such page")
+    return json.dumps(page)
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Adds a tool named NAME and says that the tool list changed."""
+    server.add_tool(lambda: name, name=name, description=f"added at run time: {name}")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 @server.tool()

@@ -4,7 +4,8 @@
 //! `stderr_log`, or `url`, `auth_env`; `init_timeout_ms`). Each paginated tool takes the
 //! mapping keys of an `mcp:` config (`cursor_arg`, `page_size_arg`, `items`, `id`, `next`,
 //! ...; `expired_marker`, `max_result_bytes`) plus an optional `contract` (limits, end signal,
-//! codec, policies; never `query`, which is each call's arguments) and `keep_items`. A relative
+//! codec — `string` unless it says otherwise —, policies; never `query`, which is each call's
+//! arguments) and `keep_items`. A relative
 //! `store` is taken from the config file's directory.
 
 use std::path::{Path, PathBuf};
@@ -144,6 +145,10 @@ impl ProxyConfig {
             contract
                 .entry("source")
                 .or_insert_with(|| Value::from(tool.as_str()));
+            // MCP tools name their items by strings far more often than by numbers.
+            contract
+                .entry("id_codec")
+                .or_insert_with(|| Value::from("string"));
             let contract = Contract::from_json(&Value::Object(contract).to_string())
                 .map_err(|e| at(format!("contract: {e}")))?;
             let keep_items = match spec.remove("keep_items") {

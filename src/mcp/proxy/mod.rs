@@ -1,77 +1,91 @@
-//! The completeness proxy: an MCP server in front of one upstream MCP server.
+//! The completeness proxy: an MCP server in front of one upstream MCP server, meant as a
+//! drop-in for it.
 //!
-//! It re-exports the upstream's whole tool catalogue (following every `tools/list` page
-//! itself, under a page bound, a loop guard and the init deadline, so a client that drops
-//! catalogue pages still sees every tool), forwards ordinary tools unchanged, and replaces each
-//! tool the config declares paginated by an all-or-fail version: the call's arguments become
-//! the contract's query, the proxy follows every page through the collector (every budget,
-//! timeout, retry and rule applies), records the run in its store when it has one, and answers
-//! an `inventory` (IDs, items when kept, the receipt) or an `incomplete_read` / `failed_read`
-//! with no total-looking field.
+//! Each client session gets its own upstream session, opened at the client's `initialize`
+//! with the client's capabilities (so the upstream asks for sampling, elicitation or roots
+//! exactly when the client can answer), and closed with it. Through it passes the whole MCP
+//! surface: the upstream's capabilities and instructions are the proxy's; every request the
+//! proxy does not improve is forwarded with its `_meta` and its answer (or JSON-RPC error)
+//! returned as it is (`resources/read`, `resources/subscribe`/`unsubscribe`, `prompts/get`,
+//! `completion/complete`, `logging/setLevel`, `ping`, tools, custom methods); the upstream's
+//! notifications, requests and cancellations reach the client (`relay`). What it improves:
+//! - every list (`tools`, `resources`, `resources/templates`, `prompts`) is answered whole in
+//!   one page, followed upstream page by page (`lists`: bounds, a loop guard, a cursor that
+//!   does not advance), refreshed when the upstream says `list_changed`;
+//! - each tool the config declares paginated is replaced by an all-or-fail version (`paged`).
 //!
-//! Absences: the upstream's raw cursors never reach our client (a paginated tool's answer
-//! carries IDs and hashes, and its pagination arguments are refused from the caller) nor our
-//! logs; one upstream session serves every call.
+//! At start the proxy opens one session to check the config against the upstream (it must
+//! start, list its tools whole, and have every declared tool), then closes it.
+//!
+//! Absences: the upstream's raw cursors never reach our client (lists are whole, a paginated
+//! tool's answer carries IDs and hashes, and its pagination arguments are refused from the
+//! caller) nor our logs; no request of one client session ever reaches another's upstream.
+//! Not passed through: the 2026 drafts' tasks and skills extensions and the `subscriptions/
+//! listen` lifecycle (not mirrored in the capabilities: rmcp answers `-32601`), and protocol
+//! versions without `initialize` (the proxy negotiates one with it).
 
-use std::collections::HashSet;
+// The proxy passes on the methods the 2026 drafts deprecate (logging, resource subscriptions)
+// for the clients and servers of 2025-11-25 and before, which use them.
+#![allow(deprecated)]
+
+use std::borrow::Cow;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
+    ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PingRequest, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
+    SubscribeRequestParams, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler};
-use serde_json::{json, Map, Value};
-use tokio::sync::watch;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleClient, RoleServer, ServerHandler};
 
-use super::outcome::{error_answer, resumable, scan_answer, ShownIds};
-use super::scan::{chain, report, Reporting};
-use crate::collect::{now_ms, scan_with, MemoryLog, ScanResult};
-use crate::contract::{IdCodecKind, ITEMS_PER_PAGE_MAX};
+use super::outcome::error_answer;
 use crate::error::SourceError;
-use crate::evidence::page_of_run;
-use crate::reconcile::{Reconciler, Status};
-use crate::source::mcp::{connect, ConnectError, Connection, McpSource};
-use crate::store::{Store, StoreOptions};
-use crate::token::TOKEN_TTL_SECONDS_DEFAULT;
+use crate::source::mcp::{client_config, connect, connect_with, ConnectError, Connection};
 
 mod config;
+mod lists;
+mod paged;
+mod relay;
 
-use config::{Paged, ProxyConfig};
+use config::ProxyConfig;
+use lists::Kind;
+use relay::{forward, service_error, Relay, SessionState};
 
-/// Pages of the upstream's `tools/list` the proxy follows.
-const TOOL_PAGES_MAX: u32 = 1000;
-/// Tools the proxy re-exports.
-const TOOLS_MAX: usize = 10_000;
-/// IDs an inventory answer carries (the store's `page_run`, or the CLI's `page`, serve more).
-const IDS_SHOWN_MAX: u32 = ITEMS_PER_PAGE_MAX;
+/// Client sessions served at once, each with its own upstream session.
+pub const SESSIONS_MAX: usize = 64;
 
-/// The proxy server (cheap to clone: one upstream session behind an `Arc`).
+/// The proxy (cheap to clone); [`Proxy::session`] makes the handler of one client session.
 #[derive(Debug, Clone)]
 pub struct Proxy {
     shared: Arc<Shared>,
 }
 
+/// What every session shares.
 #[derive(Debug)]
-struct Shared {
-    config: ProxyConfig,
-    /// Keeps the upstream session (and its child) alive.
-    _session: Connection,
-    peer: rmcp::Peer<RoleClient>,
-    server: String,
-    tools: Vec<Tool>,
-    store_lock: tokio::sync::Mutex<()>,
+pub(crate) struct Shared {
+    pub(crate) config: ProxyConfig,
+    /// The upstream as the check at start met it: capabilities, instructions, identity.
+    upstream: InitializeResult,
+    /// Held by a paginated call while it writes the store.
+    pub(crate) writer_lock: tokio::sync::Mutex<()>,
+    sessions: Arc<tokio::sync::Semaphore>,
 }
 
 impl Proxy {
-    /// Reads the config, starts (or reaches) the upstream, and reads its whole catalogue.
+    /// Reads the config, starts (or reaches) the upstream, reads its whole tool list, checks
+    /// the declared paginated tools against it, and closes that session.
     ///
     /// # Errors
     /// `SourceError` naming the config and what failed: a key, the upstream that cannot be
-    /// started or reached, a catalogue that loops or has no tool the config declares.
+    /// started or reached, a tool list that loops, a declared tool the upstream lacks.
     pub async fn start(path: &Path) -> Result<Proxy, SourceError> {
         let config = ProxyConfig::read(path)?;
         let bad = |problem: String| SourceError::Config {
@@ -88,125 +102,368 @@ impl Proxy {
         };
         let peer = session.service.peer().clone();
         let deadline = Duration::from_millis(config.upstream.init_timeout_ms);
-        let upstream_tools = tokio::time::timeout(deadline, all_tools(&peer))
-            .await
-            .map_err(|_| {
-                bad(format!(
-                    "the upstream's tools/list did not end within {} ms",
-                    deadline.as_millis()
-                ))
-            })?
-            .map_err(bad)?;
+        let tools = lists::tools(&peer, deadline).await;
+        let upstream = upstream_info(&session);
+        session.close().await;
+        let tools = tools
+            .map_err(|e| bad(e.into_error(Kind::Tools).message.into_owned()))?
+            .items;
         for (name, _) in &config.paginated {
-            if !upstream_tools.iter().any(|t| t.name == name.as_str()) {
-                let names: Vec<&str> = upstream_tools.iter().map(|t| t.name.as_ref()).collect();
+            if !tools.iter().any(|t| t.name == name.as_str()) {
+                let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
                 return Err(bad(format!(
                     "paginated.{name}: the upstream has no such tool; its tools: {}",
                     names.join(", ")
                 )));
             }
         }
-        let tools = upstream_tools
-            .into_iter()
-            .map(
-                |t| match config.paginated.iter().find(|(n, _)| t.name == n.as_str()) {
-                    Some((_, paged)) => all_pages_version(t, paged),
-                    None => t,
-                },
-            )
-            .collect();
         Ok(Proxy {
             shared: Arc::new(Shared {
-                server: session.server.clone(),
-                peer,
-                _session: session,
-                tools,
                 config,
-                store_lock: tokio::sync::Mutex::new(()),
+                upstream,
+                writer_lock: tokio::sync::Mutex::new(()),
+                sessions: Arc::new(tokio::sync::Semaphore::new(SESSIONS_MAX)),
             }),
         })
     }
+
+    /// The handler of one client session (its upstream session opens at `initialize`).
+    #[must_use]
+    pub fn session(&self) -> ProxySession {
+        ProxySession {
+            shared: Arc::clone(&self.shared),
+            upstream: Arc::new(OnceLock::new()),
+        }
+    }
 }
 
-/// Every page of the upstream's `tools/list`: bounded in pages and tools, a repeated cursor
-/// refused (a loop would never end).
-async fn all_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
-    let mut tools = Vec::new();
-    let mut seen = HashSet::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..TOOL_PAGES_MAX {
-        let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-        let page = peer
-            .list_tools(Some(params))
+/// What the upstream said at `initialize` (without a `serverInfo`, a placeholder name).
+fn upstream_info<S: rmcp::service::Service<RoleClient>>(c: &Connection<S>) -> InitializeResult {
+    let mut r = InitializeResult::new(ServerCapabilities::default());
+    if let Some(info) = c.service.peer_info() {
+        r.capabilities = info.capabilities.clone();
+        r.instructions.clone_from(&info.instructions);
+        r.protocol_version = info.protocol_version.clone();
+        if let Some(i) = &info.server_info {
+            r.server_info = i.clone();
+        }
+    }
+    r
+}
+
+/// One client session of the proxy.
+#[derive(Debug, Clone)]
+pub struct ProxySession {
+    shared: Arc<Shared>,
+    upstream: Arc<OnceLock<Upstream>>,
+}
+
+/// A session's upstream.
+struct Upstream {
+    /// Keeps the session (and its child) alive; closed when the client session ends.
+    _conn: Connection<Relay>,
+    peer: Peer<RoleClient>,
+    /// `name version`, the provenance of paginated runs.
+    server: String,
+    info: InitializeResult,
+    state: Arc<SessionState>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The capabilities the proxy declares: the upstream's, less what it does not pass through,
+/// with tools when it declares paginated ones.
+fn mirrored(upstream: &ServerCapabilities, paginated: bool) -> ServerCapabilities {
+    let mut c = upstream.clone();
+    c.extensions = None;
+    if paginated && c.tools.is_none() {
+        c.tools = ServerCapabilities::builder().enable_tools().build().tools;
+    }
+    c
+}
+
+impl ProxySession {
+    fn upstream(&self) -> Result<&Upstream, ErrorData> {
+        self.upstream.get().ok_or_else(|| {
+            ErrorData::invalid_request(
+                "the session is not initialized (the proxy opens the upstream at initialize)",
+                None,
+            )
+        })
+    }
+
+    /// Opens this session's upstream with the client's capabilities.
+    async fn open(
+        &self,
+        client: &InitializeRequestParams,
+        downstream: Peer<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let s = &self.shared;
+        let slot = Arc::clone(&s.sessions).try_acquire_owned().map_err(|_| {
+            ErrorData::internal_error(
+                format!("the proxy serves at most {SESSIONS_MAX} sessions at once"),
+                None,
+            )
+        })?;
+        let mut info: ClientConfig = client_config();
+        info.capabilities = client.capabilities.clone();
+        info.capabilities.extensions = None;
+        info.client_info = client.client_info.clone();
+        if client.protocol_version.has_initialize() {
+            info.protocol_version = client.protocol_version.clone();
+        }
+        let state = Arc::new(SessionState::default());
+        let relay = Relay {
+            downstream,
+            info,
+            state: Arc::clone(&state),
+        };
+        let conn = connect_with(&s.config.upstream, &s.config.path, relay)
             .await
-            .map_err(|e| format!("the upstream's tools/list failed: {}", chain(&e)))?;
-        tools.extend(page.tools);
-        if tools.len() > TOOLS_MAX {
-            return Err(format!("the upstream lists more than {TOOLS_MAX} tools"));
-        }
-        match page.next_cursor {
-            None => return Ok(tools),
-            Some(c) if c.is_empty() => return Ok(tools),
-            Some(c) => {
-                // Kept as a digest: the set never holds the upstream's cursor itself.
-                if !seen.insert(crate::digest::cursor_hash(Some(&c))) {
-                    return Err(
-                        "the upstream's tools/list returned the same cursor twice (a loop)".into(),
-                    );
-                }
-                cursor = Some(c);
-            }
-        }
+            .map_err(|e| {
+                let why = match e {
+                    ConnectError::Fatal(e) => crate::source::mapping::chain_text(&e),
+                    ConnectError::Forbidden => {
+                        "the upstream refused the credentials (auth_env)".into()
+                    }
+                    ConnectError::Transient(why) => why,
+                };
+                ErrorData::internal_error(format!("the upstream could not be opened: {why}"), None)
+            })?;
+        let up = Upstream {
+            peer: conn.service.peer().clone(),
+            server: conn.server.clone(),
+            info: upstream_info(&conn),
+            _conn: conn,
+            state,
+            _slot: slot,
+        };
+        self.upstream
+            .set(up)
+            .map_err(|_| ErrorData::invalid_request("initialize was sent twice", None))
     }
-    Err(format!(
-        "the upstream's tools/list has more than {TOOL_PAGES_MAX} pages"
-    ))
+
+    /// Forwards `request` and returns the upstream's answer.
+    async fn pass(
+        &self,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let up = self.upstream()?;
+        forward(&up.peer, &up.state, request, context).await
+    }
+
+    fn deadline(&self) -> Duration {
+        Duration::from_millis(self.shared.config.upstream.init_timeout_ms)
+    }
+
+    /// The upstream's tools, whole, with the declared paginated ones replaced.
+    async fn tools(&self) -> Result<Vec<Tool>, ErrorData> {
+        let up = self.upstream()?;
+        let all = up
+            .state
+            .lists
+            .get(Kind::Tools, lists::tools(&up.peer, self.deadline()))
+            .await?;
+        let paginated = &self.shared.config.paginated;
+        Ok(all
+            .iter()
+            .map(
+                |t| match paginated.iter().find(|(n, _)| t.name == n.as_str()) {
+                    Some((_, p)) => paged::all_pages_version(t.clone(), p),
+                    None => t.clone(),
+                },
+            )
+            .collect())
+    }
 }
 
-/// The all-or-fail version of a paginated tool: the same name and arguments less the ones
-/// the proxy sends itself, no output schema (the answer is the proxy's).
-fn all_pages_version(mut t: Tool, paged: &Paged) -> Tool {
-    let mut schema = (*t.input_schema).clone();
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        for a in &paged.own_args {
-            props.remove(a);
-        }
-    }
-    if let Some(Value::Array(req)) = schema.get_mut("required") {
-        req.retain(|r| {
-            !r.as_str()
-                .is_some_and(|r| paged.own_args.iter().any(|a| a == r))
-        });
-    }
-    t.input_schema = Arc::new(schema);
-    t.output_schema = None;
-    let upstream = t.description.as_deref().unwrap_or("").to_owned();
-    t.description = Some(
-        format!(
-            "{upstream}\n\n[scanledger proxy] Follows every page itself and answers the whole result: outcome \"inventory\" (every ID, verified) \
-             or \"incomplete_read\"/\"failed_read\" (what was seen so far, a lower bound, and why). Do not pass {}.",
-            paged.own_args.join(", ")
-        )
-        .trim_start()
-        .to_owned()
-        .into(),
-    );
-    t
+fn unexpected(method: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the upstream answered {method} with a result of another kind"),
+        None,
+    )
 }
 
-impl ServerHandler for Proxy {
+/// A client's cursor on a list the proxy answers whole is not one it gave.
+fn no_cursor(request: Option<&PaginatedRequestParams>, kind: Kind) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        Some(c) if !c.is_empty() => Err(ErrorData::invalid_params(
+            format!(
+                "the proxy answers {} whole in one page and gave no cursor",
+                kind.method()
+            ),
+            None,
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl ServerHandler for ProxySession {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new("scanledger-proxy", env!("CARGO_PKG_VERSION")),
+        let up = self
+            .upstream
+            .get()
+            .map_or(&self.shared.upstream, |u| &u.info);
+        let mut c = ServerConfig::new(mirrored(
+            &up.capabilities,
+            !self.shared.config.paginated.is_empty(),
+        ))
+        .with_server_info(Implementation::new(
+            "scanledger-proxy",
+            env!("CARGO_PKG_VERSION"),
+        ));
+        c.instructions.clone_from(&up.instructions);
+        c
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(
+            ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .filter(|v| v.has_initialize())
+                .cloned()
+                .collect(),
         )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.open(&request, context.peer.clone()).await?;
+        self.negotiate_initialize(&request)
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let ping = ClientRequest::PingRequest(PingRequest::default());
+        self.pass(ping, &context).await.map(|_| ())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let req = ClientRequest::CompleteRequest(CompleteRequest::new(request));
+        match self.pass(req, &context).await? {
+            ServerResult::CompleteResult(r) => Ok(r),
+            _ => Err(unexpected("completion/complete")),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let req = ClientRequest::SetLevelRequest(SetLevelRequest::new(request));
+        self.pass(req, &context).await.map(|_| ())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let req = ClientRequest::GetPromptRequest(GetPromptRequest::new(request));
+        match self.pass(req, &context).await? {
+            ServerResult::GetPromptResult(r) => Ok(r.into()),
+            _ => Err(unexpected("prompts/get")),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let req = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request));
+        match self.pass(req, &context).await? {
+            ServerResult::ReadResourceResult(r) => Ok(r.into()),
+            _ => Err(unexpected("resources/read")),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let req = ClientRequest::SubscribeRequest(SubscribeRequest::new(request));
+        self.pass(req, &context).await.map(|_| ())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let req = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request));
+        self.pass(req, &context).await.map(|_| ())
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+        no_cursor(request.as_ref(), Kind::Tools)?;
+        Ok(ListToolsResult::with_all_items(self.tools().await?))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        no_cursor(request.as_ref(), Kind::Resources)?;
+        let up = self.upstream()?;
+        let all = up
+            .state
+            .lists
+            .get(Kind::Resources, lists::resources(&up.peer, self.deadline()))
+            .await?;
+        Ok(ListResourcesResult::with_all_items((*all).clone()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        no_cursor(request.as_ref(), Kind::Templates)?;
+        let up = self.upstream()?;
+        let all = up
+            .state
+            .lists
+            .get(Kind::Templates, lists::templates(&up.peer, self.deadline()))
+            .await?;
+        Ok(ListResourceTemplatesResult::with_all_items((*all).clone()))
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        no_cursor(request.as_ref(), Kind::Prompts)?;
+        let up = self.upstream()?;
+        let all = up
+            .state
+            .lists
+            .get(Kind::Prompts, lists::prompts(&up.peer, self.deadline()))
+            .await?;
+        Ok(ListPromptsResult::with_all_items((*all).clone()))
     }
 
     async fn call_tool(
@@ -221,188 +478,70 @@ impl ServerHandler for Proxy {
             .iter()
             .find(|(n, _)| request.name == n.as_str())
         else {
-            // An ordinary tool: forwarded unchanged, its answer returned unchanged.
-            return match s.peer.call_tool(request).await {
-                Ok(r) => Ok(r.into()),
-                Err(rmcp::ServiceError::McpError(e)) => Err(e),
-                Err(_) => Err(ErrorData::internal_error(
-                    "the upstream session failed",
-                    None,
-                )),
+            let req = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+            return match self.pass(req, &context).await? {
+                ServerResult::CallToolResult(r) => Ok(r.into()),
+                ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+                _ => Err(unexpected("tools/call")),
             };
         };
+        let up = self.upstream()?;
+        let call = paged::Call {
+            shared: s,
+            peer: up.peer.clone(),
+            server: &up.server,
+        };
         let args = request.arguments.unwrap_or_default();
-        let answer = match all_pages(self, name, paged, args, &context).await {
+        let answer = match paged::all_pages(&call, name, paged, args, &context).await {
             Ok(v) => CallToolResult::structured(v),
             Err(message) => CallToolResult::structured_error(error_answer(&message)),
         };
         Ok(answer.into())
     }
-}
 
-/// One call of a paginated tool, followed to the end.
-async fn all_pages(
-    proxy: &Proxy,
-    name: &str,
-    paged: &Paged,
-    args: Map<String, Value>,
-    context: &RequestContext<RoleServer>,
-) -> Result<Value, String> {
-    let s = &proxy.shared;
-    if let Some(a) = args.keys().find(|k| paged.own_args.contains(k)) {
-        return Err(format!(
-            "{name}: the proxy pages this tool itself; {a:?} is not an argument here (give only the query)"
-        ));
-    }
-    let mut contract = paged.contract.clone();
-    contract.scope.query = if args.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(args.clone())
-    };
-    let mut source = McpSource::over_session(
-        &s.config.path,
-        paged.config.clone(),
-        &contract,
-        s.peer.clone(),
-        Some(s.server.clone()),
-    )
-    .map_err(|e| chain(&e))?;
-    if paged.keep_items {
-        source.keep_items();
-    }
-    let (tx, rx) = watch::channel((0, 0));
-    let started = now_ms();
-    let mut rec = Reconciler::new(&contract);
-    let (done, store) = match &s.config.store {
-        Some(path) => {
-            let held = s.store_lock.lock().await;
-            let mut store = Store::open(path, StoreOptions::new()).map_err(|e| chain(&e))?;
-            store.record_source(&format!(
-                "mcp-proxy:{}#tool={name}{}{}",
-                s.config.path.display(),
-                crate::source::PROVENANCE_MARK,
-                s.server
-            ));
-            let (writer, interner) = store.begin(&contract, started).map_err(|e| chain(&e))?;
-            if let Some(i) = interner {
-                rec.set_interner(i);
-            }
-            let log = Reporting {
-                inner: writer,
-                progress: tx,
-                cancelled: context.ct.clone(),
-            };
-            let (done, ()) = tokio::join!(
-                scan_with(&contract, rec, log, started, &mut source),
-                report(rx, context, contract.expected_count)
-            );
-            (done, Some((store, held)))
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if let Some(e) = super::frame::oversized_error(&request) {
+            return Err(e);
         }
-        None => {
-            let log = Reporting {
-                inner: MemoryLog::default(),
-                progress: tx,
-                cancelled: context.ct.clone(),
-            };
-            let (done, ()) = tokio::join!(
-                scan_with(&contract, rec, log, started, &mut source),
-                report(rx, context, contract.expected_count)
-            );
-            (done, None)
-        }
-    };
-    let done = done.map_err(|e| chain(&e))?;
-    let receipt = done.receipt();
-    let verified = receipt.coverage_status == Status::Verified;
-    let ids = if verified {
-        Some(match &store {
-            Some((store, _)) => {
-                let snap = store.read().map_err(|e| chain(&e))?;
-                let page = page_of_run(
-                    &snap,
-                    done.meta.run_id,
-                    None,
-                    IDS_SHOWN_MAX,
-                    TOKEN_TTL_SECONDS_DEFAULT,
-                    now_ms(),
-                )
-                .map_err(|e| chain(&e))?;
-                ShownIds {
-                    ids: page.ids,
-                    next_token: page.next_token,
-                }
-            }
-            None => memory_ids(&done),
-        })
-    } else {
-        None
-    };
-    let mut extra = Map::new();
-    extra.insert("server".into(), Value::from(s.server.as_str()));
-    if verified && paged.keep_items {
-        let kept = source.take_kept().unwrap_or_default();
-        if done.meta.restarts > 0 || kept.overflowed {
-            extra.insert("items".into(), Value::Null);
-            extra.insert("items_complete".into(), Value::from(false));
-            extra.insert("items_note".into(), Value::from(if kept.overflowed {
-                "the items are over the proxy's bound; the IDs are complete"
-            } else {
-                "the run restarted under a new snapshot; the items of the superseded run cannot be told apart, so none are given"
-            }));
-        } else {
-            extra.insert("items".into(), Value::Array(kept.items));
-            extra.insert("items_complete".into(), Value::from(true));
+        match self
+            .pass(ClientRequest::CustomRequest(request), &context)
+            .await?
+        {
+            ServerResult::CustomResult(r) => Ok(r),
+            other => serde_json::to_value(&other)
+                .map(CustomResult::new)
+                .map_err(|_| unexpected("a custom method")),
         }
     }
-    let mut answer = scan_answer(
-        &receipt,
-        &done.contract,
-        resumable(receipt.coverage_status, done.reconciler.progress()),
-        ids,
-        extra,
-    );
-    if let Value::Object(a) = &mut answer {
-        // The proxy has no resume tool: a partial read is continued by calling the tool again
-        // (or, with a store, by the operator's `scanledger resume`).
-        if a.remove("resume_scan").is_some() {
-            a.remove("why_no_resume");
-            a.remove("get_receipt");
-            a.insert(
-                "retry".into(),
-                json!({"tool": name, "arguments": Value::Object(args)}),
-            );
-        }
-        a.remove("get_receipt");
-        // Nor a page tool: the rest of a large inventory is the store's (`scanledger page`).
-        if a.remove("rest").is_some() {
-            let how = match &s.config.store {
-                Some(path) => format!("the first {IDS_SHOWN_MAX} IDs are shown; the rest: `scanledger --store {} page {} --size 100000`", path.display(), receipt.run_id),
-                None => format!("the first {IDS_SHOWN_MAX} IDs are shown; give the proxy a \"store\" to page the rest"),
-            };
-            a.insert("ids_note".into(), Value::from(how));
-        }
-    }
-    Ok(answer)
-}
 
-/// An inventory's IDs from memory (no store): the first `IDS_SHOWN_MAX`, in codec order.
-fn memory_ids(done: &ScanResult) -> ShownIds {
-    let codec = done.reconciler.codec();
-    let ids: Vec<Value> = done
-        .reconciler
-        .ids()
-        .iter()
-        .take(IDS_SHOWN_MAX as usize)
-        .map(|id| match codec.kind() {
-            IdCodecKind::Int => Value::from(id),
-            _ => Value::from(codec.render(id)),
-        })
-        .collect();
-    let more = done.reconciler.ids().len() > u64::from(IDS_SHOWN_MAX);
-    // The token only marks that there is more (no store serves it); the proxy says how.
-    ShownIds {
-        ids,
-        next_token: more.then(String::new),
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        if let Ok(up) = self.upstream() {
+            let n = rmcp::model::ClientNotification::RootsListChangedNotification(
+                rmcp::model::RootsListChangedNotification::default(),
+            );
+            if let Err(e) = up.peer.send_notification(n).await {
+                tracing::debug!(
+                    "roots list_changed not passed on: {}",
+                    service_error(e).message
+                );
+            }
+        }
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Ok(up) = self.upstream() {
+            let n = rmcp::model::ClientNotification::CustomNotification(notification);
+            if let Err(e) = up.peer.send_notification(n).await {
+                tracing::debug!("a notification not passed on: {}", service_error(e).message);
+            }
+        }
     }
 }

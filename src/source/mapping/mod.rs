@@ -19,8 +19,9 @@
 //!    [`Mapping::map_value`] (an already parsed value) maps the response at that position.
 //!    `map_body` parses under the rules of `crate::json` but builds only the values the
 //!    pointers reach (`select`), and gives exactly the page `map_value` gives on the full parse.
-//!    [`Mapping::map_tool_result`] maps an MCP tool result: its `structuredContent`, or else
-//!    the JSON text of its first text block.
+//!    [`Mapping::map_tool_result`] maps an MCP tool result: its `structuredContent`, the
+//!    Python SDK's `{"result": "JSON text"}` wrapper, or the JSON text of its first text block,
+//!    by one rule of precedence (`tool_result.rs`).
 //!
 //! # How a response becomes a page
 //! Page-level pointers are read under `root` when one is set (a GraphQL connection such as
@@ -72,7 +73,7 @@ mod tool_result;
 
 pub use config::{Preset, KEYS};
 use pointer::{Pointer, Test};
-pub use tool_result::{tool_result_page, ResultPart};
+pub use tool_result::{tool_result_page, ResultFrom, ResultPart};
 
 /// A mapping key that cannot be used: the strict config layer's error, worded and placed as
 /// every config file's.

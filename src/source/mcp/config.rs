@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use crate::contract::{closest, CONTRACT_BYTES_MAX, PAGE_SIZE_BYTES_MAX};
 use crate::error::SourceError;
 use crate::json::{self, Numbers};
-use crate::source::mapping::{self, Mapping};
+use crate::source::mapping::{self, Mapping, ResultFrom};
 
 /// Bytes of the config file.
 const CONFIG_BYTES_MAX: u64 = CONTRACT_BYTES_MAX as u64;
@@ -44,6 +44,7 @@ pub(crate) const MCP_KEYS: &[&str] = &[
     "max_result_bytes",
     "init_timeout_ms",
     "stderr_log",
+    "result_part",
 ];
 
 /// The MCP names of the mapping's request parameters.
@@ -114,6 +115,17 @@ impl ListKind {
         }
     }
 
+    /// The protocol's method.
+    #[must_use]
+    pub fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools/list",
+            ListKind::Resources => "resources/list",
+            ListKind::Prompts => "prompts/list",
+            ListKind::ResourceTemplates => "resources/templates/list",
+        }
+    }
+
     /// The items array and the ID within an item, as the protocol names them.
     fn pointers(self) -> (&'static str, &'static str) {
         match self {
@@ -143,6 +155,8 @@ pub struct McpConfig {
     pub(crate) expired_marker: Option<String>,
     pub(crate) max_result_bytes: u64,
     pub(crate) init_timeout_ms: u64,
+    /// Which part of a tool result holds the page.
+    pub(crate) result_from: ResultFrom,
 }
 
 fn text<'a>(
@@ -243,7 +257,26 @@ impl McpConfig {
                 format!("key \"expired_marker\": at most {EXPIRED_MARKER_LEN_MAX} bytes"),
             ));
         }
+        let result_from = match text(path, &own, "result_part")? {
+            None => ResultFrom::Auto,
+            Some(name) => ResultFrom::parse(name).ok_or_else(|| {
+                bad(
+                    path,
+                    format!(
+                        "key \"result_part\": must be one of {}",
+                        ResultFrom::NAMES.join(", ")
+                    ),
+                )
+            })?,
+        };
+        if result_from != ResultFrom::Auto && matches!(target, Target::List(_)) {
+            return Err(bad(
+                path,
+                "key \"result_part\": applies to a tool's results, not to a protocol list",
+            ));
+        }
         Ok(McpConfig {
+            result_from,
             transport,
             target,
             mapping,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::RunningService;
+use rmcp::service::{RunningService, Service};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, RoleClient, ServiceExt};
@@ -32,15 +32,16 @@ const SERVER_INFO_LEN_MAX: usize = 128;
 /// (an invalid page naming the bound), not the transport's.
 const ENVELOPE_BYTES: usize = 64 * 1024;
 
-/// One initialized session with a server.
-pub(crate) struct Connection {
-    pub(crate) service: RunningService<RoleClient, ClientConfig>,
+/// One initialized session with a server; `S` answers what the server asks (the source's
+/// plain client config, or the proxy's relay).
+pub(crate) struct Connection<S: Service<RoleClient> = ClientConfig> {
+    pub(crate) service: RunningService<RoleClient, S>,
     /// `name version` of the server, as it introduced itself (terminal-safe, bounded).
     pub(crate) server: String,
     stderr: Option<StderrTap>,
 }
 
-impl std::fmt::Debug for Connection {
+impl<S: Service<RoleClient>> std::fmt::Debug for Connection<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("server", &self.server)
@@ -60,7 +61,7 @@ impl Drop for StderrTap {
     }
 }
 
-impl Connection {
+impl<S: Service<RoleClient>> Connection<S> {
     /// Bytes the child wrote to its stderr so far (0 for HTTP).
     pub(crate) fn stderr_bytes(&self) -> u64 {
         self.stderr
@@ -90,7 +91,7 @@ pub(crate) enum ConnectError {
 }
 
 /// The identity we give servers.
-fn client_config() -> ClientConfig {
+pub(crate) fn client_config() -> ClientConfig {
     let mut c = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("scanledger", env!("CARGO_PKG_VERSION")),
@@ -103,6 +104,16 @@ fn client_config() -> ClientConfig {
 
 /// Starts or reaches the server of `cfg` and initializes a session.
 pub(crate) async fn connect(cfg: &McpConfig, path: &Path) -> Result<Connection, ConnectError> {
+    connect_with(cfg, path, client_config()).await
+}
+
+/// [`connect`] with `handler` answering the server's requests and notifications (its
+/// `get_info` is the client's `initialize`).
+pub(crate) async fn connect_with<S: Service<RoleClient>>(
+    cfg: &McpConfig,
+    path: &Path,
+    handler: S,
+) -> Result<Connection<S>, ConnectError> {
     let init = Duration::from_millis(cfg.init_timeout_ms);
     let (service, stderr) = match &cfg.transport {
         Transport::Command {
@@ -133,7 +144,7 @@ pub(crate) async fn connect(cfg: &McpConfig, path: &Path) -> Result<Connection, 
                     })
                 })?;
             let tap = stderr.map(|s| drain(s, stderr_log.clone()));
-            let service = tokio::time::timeout(init, client_config().serve(child))
+            let service = tokio::time::timeout(init, handler.serve(child))
                 .await
                 .map_err(|_| timed_out(cfg.init_timeout_ms, tap.as_ref()))?
                 .map_err(|e| init_failed(&e, tap.as_ref()))?;
@@ -163,7 +174,7 @@ pub(crate) async fn connect(cfg: &McpConfig, path: &Path) -> Result<Connection, 
                 config = config.auth_header(token.0.clone());
             }
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            let service = tokio::time::timeout(init, client_config().serve(transport))
+            let service = tokio::time::timeout(init, handler.serve(transport))
                 .await
                 .map_err(|_| timed_out(cfg.init_timeout_ms, None))?
                 .map_err(|e| init_failed(&e, None))?;

@@ -37,7 +37,7 @@ mod connect;
 
 use config::Target;
 pub use config::{ListKind, McpConfig};
-pub(crate) use connect::{connect, ConnectError, Connection};
+pub(crate) use connect::{client_config, connect, connect_with, ConnectError, Connection};
 
 /// A source reading pages from an MCP server.
 #[derive(Debug)]
@@ -163,7 +163,10 @@ impl McpSource {
         if kept.overflowed {
             return;
         }
-        let page = super::mapping::tool_result_page(result);
+        let page = self
+            .config
+            .mapping
+            .result_page(result, self.config.result_from);
         let items = page
             .as_deref()
             .and_then(|p| self.config.mapping.items_of(p));
@@ -276,6 +279,15 @@ impl McpSource {
     /// What a failed request means; a closed transport drops the session.
     fn classify(&mut self, e: &ServiceError, on_cursor: bool) -> FetchError {
         match e {
+            ServiceError::McpError(data)
+                if data.code == ErrorCode::METHOD_NOT_FOUND && self.config.list().is_some() =>
+            {
+                // Asking again cannot help: the scan fails now, saying why.
+                let kind = self.config.list().map_or("", ListKind::method);
+                self.fatal(format!(
+                    "key \"list\": the MCP server has no {kind} (it answered -32601, method not found); its capabilities do not include that list"
+                ))
+            }
             ServiceError::McpError(data) => {
                 let list_cursor = self.config.list().is_some()
                     && on_cursor
@@ -334,13 +346,18 @@ impl McpSource {
         let v = serde_json::to_value(&result)
             .map_err(|e| self.fatal(format!("cannot encode a tool result: {e}")))?;
         let size = self.measure(&v)?;
-        let page = self
-            .config
-            .mapping
-            .map_tool_result(&v, size, self.config.max_result_bytes, &call.position)
+        let mapping = &self.config.mapping;
+        let from = self.config.result_from;
+        let page = mapping
+            .map_tool_result_from(&v, size, self.config.max_result_bytes, &call.position, from)
             .map(|(page, _)| page)
-            .map_err(|e| FetchError::InvalidPage {
-                detail: chain_text(&e),
+            .map_err(|e| {
+                let mut detail = chain_text(&e);
+                if let Some(note) = mapping.keys_note(&v, from, &e) {
+                    detail.push_str("; ");
+                    detail.push_str(&note);
+                }
+                FetchError::InvalidPage { detail }
             })?;
         self.keep(&v);
         Ok(page)

@@ -1,59 +1,175 @@
-//! `mysql:CONFIG.json`: a MySQL or MariaDB table read in keyset pages inside one consistent
-//! snapshot (docs/guide-mysql.md is the reference).
+//! `mysql:CONFIG.json`: the MySQL/MariaDB dialect of the SQL core (`source::sql`;
+//! docs/guide-mysql.md is the reference).
 //!
 //! One connection holds `START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY` (REPEATABLE
-//! READ, session time zone `+00:00`); every page is `WHERE key > ? ORDER BY key LIMIT n+1` in it,
-//! so a page of fewer than n+1 rows is the end and a short page is never mistaken for one.
-//! MySQL cannot export a snapshot, so its `snapshot_id` names the server, the connection, the
-//! moment and the binlog position; only the connection that created it can read it. A request
-//! for a snapshot this source instance does not hold (a resume after the process died, a lost
-//! connection) answers `ExpiredCursor`, and the run's policy decides: a `high_water` request
-//! (`Request::After`) is then served from a fresh snapshot whose new ID is echoed, so the
-//! receipt's scope drops to `all_records_live`.
+//! READ, session time zone `+00:00`); every page is the core's keyset statement in it. MySQL
+//! cannot export a snapshot, so its `snapshot_id` names the server, the connection, the moment
+//! and the binlog position (`snapshot.rs`); only the connection that created it can read it, so
+//! a request for a snapshot this source does not hold answers `ExpiredCursor`
+//! (`sql::dialect::decide`), and a `high_water` request is served from a fresh snapshot whose
+//! new ID is echoed. A table whose engine is not InnoDB echoes no snapshot: its pages claim
+//! only the live collection.
 //!
-//! It never decides completeness, never retries (the collector does both) and never prints,
-//! logs or stores the DSN's password. Every read is bounded: at most `page_size + 1` rows per
-//! page and `PAGE_SIZE_BYTES_MAX` bytes, counted while the rows stream in.
+//! It never prints, logs or stores the DSN's password. Every read is bounded: the core's row
+//! limit, and `PAGE_SIZE_BYTES_MAX` bytes counted while the rows stream in (`page.rs`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, Statement, Value};
+use mysql_async::{Conn, Row};
 
+use super::sql::config::SqlConfig;
+use super::sql::dialect::{
+    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, Role,
+    SqlText, Step, Stmt, TableName, Target, Want,
+};
+use super::sql::key::Param;
+use super::sql::rows::PageRows;
+use super::sql::SqlSource;
 use super::{FetchError, PageRequest, PageSource};
-use crate::contract::Page;
+use crate::contract::{IdCodecKind, Page, Scope};
 use crate::error::SourceError;
-use crate::reconcile::Request;
 
-mod config;
+mod connect;
 mod error;
 mod page;
+mod probe;
 mod snapshot;
-mod sql;
 #[cfg(test)]
 mod tests;
 mod value;
 
-pub use config::MysqlConfig;
-
-use config::config_err;
+use connect::MyConnect;
 use error::{classify, Class};
-use sql::Plan;
+use probe::Kind;
 
-/// The prefix of every cursor this source issues; the rest is the last key of the page.
-const CURSOR_PREFIX: &str = "after:";
 /// How long closing an old connection may take before it is simply dropped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A parsed `mysql:` source config. `Debug` never shows the password.
+#[derive(Clone)]
+pub struct MysqlConfig {
+    pub(crate) sql: SqlConfig,
+    pub(crate) connect: MyConnect,
+}
+
+impl std::fmt::Debug for MysqlConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MysqlConfig")
+            .field("dsn", &self.redacted_dsn())
+            .field("sql", &self.sql)
+            .finish()
+    }
+}
+
+impl MysqlConfig {
+    /// Reads and parses a config file; a `dsn_env` is read from the environment now.
+    ///
+    /// # Errors
+    /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key.
+    pub fn open(path: &Path) -> Result<MysqlConfig, SourceError> {
+        let (sql, connect) = super::sql::config::open::<MyDialect>(path)?;
+        Ok(MysqlConfig { sql, connect })
+    }
+
+    /// Parses config text; `path` only names the file in errors, `env` looks up `dsn_env`.
+    ///
+    /// # Errors
+    /// `SourceError::Config` naming the key.
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<MysqlConfig, SourceError> {
+        let (sql, connect) = super::sql::config::parse::<MyDialect>(path, text, env)?;
+        Ok(MysqlConfig { sql, connect })
+    }
+
+    /// Narrows the scope to integer keys in `ranges` (ascending, disjoint, inclusive): the
+    /// config's `where`, `AND` the ranges.
+    pub fn narrow_to_keys(&mut self, ranges: &[(u64, u64)]) {
+        self.sql.narrow_to_keys::<MyDialect>(ranges);
+    }
+
+    /// `mysql://USER@HOST:PORT/DB` without the password, for logs and `Debug`.
+    #[must_use]
+    pub fn redacted_dsn(&self) -> String {
+        use super::sql::dialect::Connect;
+        self.connect.redacted()
+    }
+}
+
 /// The MySQL/MariaDB source.
 #[derive(Debug)]
-pub struct MysqlSource {
-    config: MysqlConfig,
-    plan: Option<Plan>,
+pub struct MysqlSource(SqlSource<MyDialect>);
+
+impl MysqlSource {
+    /// Reads the config file; connects only on the first request.
+    ///
+    /// # Errors
+    /// `SourceError::Io` or `SourceError::Config` naming the key.
+    pub fn open(path: &Path) -> Result<MysqlSource, SourceError> {
+        Ok(MysqlSource(SqlSource::open(path)?))
+    }
+
+    /// A source for a parsed config.
+    #[must_use]
+    pub fn new(config: MysqlConfig) -> MysqlSource {
+        MysqlSource(SqlSource::new(config.sql, config.connect))
+    }
+
+    /// Serves only the keys of `range` (a shard's contract, IDs of the `int` codec) with
+    /// bound parameters; a key column that is not an integer is refused at the first page.
+    #[must_use]
+    pub fn with_key_range(self, range: Option<crate::contract::KeyRange>) -> MysqlSource {
+        MysqlSource(self.0.with_key_range(range))
+    }
+
+    /// Serves a contract's scope (its key range, under its codec).
+    pub(crate) fn for_scope(self, scope: &Scope, codec: IdCodecKind) -> MysqlSource {
+        MysqlSource(self.0.for_scope(scope, codec))
+    }
+
+    /// The snapshot ID of the open session, if any (tests and progress lines).
+    #[must_use]
+    pub fn snapshot_id(&self) -> Option<&str> {
+        self.0.dialect().session.as_ref().map(|s| s.id.as_str())
+    }
+
+    /// The smallest and largest key of the scope (an integer key), for `plan`; `None` for an
+    /// empty scope or a key that is not an integer.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
+        self.0.key_bounds().await
+    }
+}
+
+impl PageSource for MysqlSource {
+    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        self.0.fetch(req).await
+    }
+
+    async fn count(&mut self) -> Option<u64> {
+        self.0.count().await
+    }
+}
+
+/// The MySQL dialect: connection options, the session, what the probe learned.
+pub(crate) struct MyDialect {
+    connect: MyConnect,
+    fatal: Fatal,
+    /// A connection not (yet) in a snapshot: the probe's, taken by the next session.
+    idle: Option<Conn>,
     session: Option<Session>,
-    /// The pinned snapshot a high-water request continued in the open session's snapshot.
+    /// The pinned snapshot a `high_water` request continued in the open session's snapshot.
     continued: Option<String>,
-    pages_served: u64,
+    kinds: Vec<Kind>,
+    /// The table is InnoDB, so `WITH CONSISTENT SNAPSHOT` pins what the pages see.
+    consistent: bool,
+    generation: u64,
 }
 
 /// One connection inside its consistent-snapshot transaction.
@@ -61,137 +177,64 @@ struct Session {
     conn: Conn,
     /// The snapshot's ID (echoed on pages when the table is InnoDB).
     id: String,
-    first: Statement,
-    next: Statement,
+    served: bool,
+    generation: u64,
 }
 
-impl std::fmt::Debug for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl MysqlSource {
-    /// Reads the config file; connects only on the first request.
-    ///
-    /// # Errors
-    /// `SourceError::Io` or `SourceError::Config` naming the key.
-    pub fn open(path: &std::path::Path) -> Result<MysqlSource, SourceError> {
-        Ok(MysqlSource::new(MysqlConfig::open(path)?))
-    }
-
-    /// Serves only the keys of `range` (a shard's contract): `WHERE key >= ? AND key < ?`
-    /// with bound parameters; a key column that is not an integer is refused at the first
-    /// page.
-    #[must_use]
-    pub fn with_key_range(mut self, range: Option<crate::contract::KeyRange>) -> MysqlSource {
-        self.config.key_range = range;
-        self
-    }
-
-    /// The key range's bounds, the first parameters of every statement but the NULL check.
-    fn range_params(&self) -> Vec<Value> {
-        self.config
-            .key_range
-            .map_or_else(Vec::new, |r| vec![Value::UInt(r.lo), Value::UInt(r.hi)])
-    }
-
-    /// A source for a parsed config.
-    #[must_use]
-    pub fn new(config: MysqlConfig) -> MysqlSource {
-        MysqlSource {
-            config,
-            plan: None,
-            session: None,
-            continued: None,
-            pages_served: 0,
-        }
-    }
-
-    /// The snapshot ID of the open session, if any (tests and progress lines).
-    #[must_use]
-    pub fn snapshot_id(&self) -> Option<&str> {
-        self.session.as_ref().map(|s| s.id.as_str())
-    }
-
-    fn fatal(&self, problem: String) -> FetchError {
-        FetchError::Fatal(config_err(&self.config.path, problem))
+impl MyDialect {
+    fn fatal(&self, problem: impl std::fmt::Display) -> FetchError {
+        self.fatal.error(problem)
     }
 
     /// The error a driver error becomes; a lost connection takes its snapshot with it.
-    fn failed(&mut self, e: &mysql_async::Error) -> FetchError {
+    fn failed(&mut self, e: &mysql_async::Error, doing: &str) -> FetchError {
         match classify(e) {
             Class::Retry => FetchError::ServerError,
             Class::Lost => {
                 self.session = None;
+                self.idle = None;
                 FetchError::ServerError
             }
             Class::Timeout => FetchError::Timeout,
             Class::Forbidden => FetchError::Forbidden,
-            Class::Fatal(problem) => self.fatal(format!(
-                "{problem}; table {}.{}",
-                sql::quote(&self.config.schema),
-                sql::quote(&self.config.table)
-            )),
+            Class::Fatal(problem) if doing.is_empty() => self.fatal(problem),
+            Class::Fatal(problem) => self.fatal(format!("{doing}: {problem}")),
         }
     }
 
-    /// Whether the open session serves a request pinned to `snapshot`.
-    fn serves(&self, snapshot: Option<&str>) -> bool {
-        match (&self.session, snapshot) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(s), Some(want)) => s.id == want || self.continued.as_deref() == Some(want),
-        }
-    }
-
-    async fn connect(&mut self) -> Result<Conn, FetchError> {
-        let mut conn = match Conn::new(self.config.opts.clone()).await {
-            Ok(c) => c,
-            Err(e) => return Err(self.failed(&e)),
-        };
-        if self.plan.is_none() {
-            let plan = snapshot::introspect(&mut conn, &self.config).await;
-            match plan {
-                Ok(p) => self.plan = Some(p),
-                Err(snapshot::Failure::Driver(e)) => return Err(self.failed(&e)),
-                Err(snapshot::Failure::Config(p)) => return Err(self.fatal(p)),
+    /// A connection: the session's, the idle one, or a new idle one.
+    async fn conn(&mut self) -> Result<&mut Conn, FetchError> {
+        if self.session.is_none() && self.idle.is_none() {
+            match Conn::new(self.connect.opts.clone()).await {
+                Ok(c) => self.idle = Some(c),
+                Err(e) => return Err(self.failed(&e, "")),
             }
         }
-        Ok(conn)
+        match (&mut self.session, &mut self.idle) {
+            (Some(s), _) => Ok(&mut s.conn),
+            (None, Some(c)) => Ok(c),
+            (None, None) => Err(FetchError::ServerError),
+        }
     }
 
     /// Closes the open session (if any) and opens a new one in a fresh snapshot.
-    async fn open_session(&mut self) -> Result<(), FetchError> {
+    async fn open_session(&mut self, replaces: Option<String>) -> Result<(), FetchError> {
         self.close().await;
-        let mut conn = self.connect().await?;
-        let plan = self
-            .plan
-            .clone()
-            .ok_or_else(|| self.fatal("no plan".into()))?;
-        let begun = snapshot::begin(&mut conn, &plan).await;
-        let (id, first, next, null_keys) = match begun {
-            Ok(b) => b,
-            Err(snapshot::Failure::Driver(e)) => return Err(self.failed(&e)),
-            Err(snapshot::Failure::Config(p)) => return Err(self.fatal(p)),
+        self.conn().await?;
+        let Some(mut conn) = self.idle.take() else {
+            return Err(FetchError::ServerError);
         };
-        if null_keys > 0 {
-            // Rows without a key cannot be identified, so no page could ever show them.
-            return Err(FetchError::InvalidPage {
-                detail: format!(
-                    "{null_keys} row(s) of the scope have a NULL key {}: they cannot be listed",
-                    sql::quote(&self.config.key)
-                ),
-            });
-        }
-        self.continued = None;
+        let id = match snapshot::begin(&mut conn).await {
+            Ok(id) => id,
+            Err(e) => return Err(self.failed(&e, "opening a snapshot")),
+        };
+        self.generation = self.generation.saturating_add(1);
+        self.continued = replaces;
         self.session = Some(Session {
             conn,
             id,
-            first,
-            next,
+            served: false,
+            generation: self.generation,
         });
         Ok(())
     }
@@ -207,176 +250,165 @@ impl MysqlSource {
             .await;
         }
     }
+}
 
-    async fn fetch_page(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
-        if self.config.pause_ms > 0 && self.pages_served > 0 {
-            tokio::time::sleep(Duration::from_millis(self.config.pause_ms)).await;
+impl Dialect for MyDialect {
+    type Connect = MyConnect;
+    const KIND: &'static str = "mysql";
+    const CURSOR_TAG: &'static str = "after:";
+    const KEY_TYPES: &'static str = "an integer type or CHAR/VARCHAR";
+
+    fn new(connect: MyConnect, fatal: Fatal) -> MyDialect {
+        MyDialect {
+            connect,
+            fatal,
+            idle: None,
+            session: None,
+            continued: None,
+            kinds: Vec::new(),
+            consistent: false,
+            generation: 0,
         }
-        let after = match &req.request {
-            Request::First => None,
-            Request::Cursor(c) => Some(
-                c.strip_prefix(CURSOR_PREFIX)
-                    .ok_or_else(|| FetchError::InvalidPage {
-                        detail: "the cursor was not issued by this source".into(),
-                    })?
-                    .to_owned(),
-            ),
-            Request::After(k) => Some(k.clone()),
-        };
-        let pinned = req.snapshot.as_deref();
-        let in_place = match &req.request {
-            // A first page begins a fresh snapshot unless it retries one this source holds.
-            Request::First => pinned.is_some() && self.serves(pinned),
-            _ => self.serves(pinned),
-        };
-        if !in_place {
-            match (&req.request, pinned) {
-                (Request::After(_), Some(old)) => {
-                    self.open_session().await?;
-                    self.continued = Some(old.to_owned());
-                }
-                (_, None) => self.open_session().await?,
-                (_, Some(_)) => return Err(FetchError::ExpiredCursor),
-            }
-        }
-        let page = self.read_page(after.as_deref(), req.page_size).await?;
-        self.pages_served = self.pages_served.saturating_add(1);
-        if page.next.is_none() {
-            // The traversal is over: release the snapshot (InnoDB keeps undo for it).
-            self.close().await;
-        }
-        Ok(page)
     }
 
-    async fn read_page(&mut self, after: Option<&str>, page_size: u32) -> Result<Page, FetchError> {
-        let plan = self
-            .plan
-            .clone()
-            .ok_or_else(|| self.fatal("no plan".into()))?;
-        let page_size = page_size.max(1);
-        let limit = Value::UInt(u64::from(page_size) + 1);
-        let mut params = self.range_params();
-        match after {
-            None => params.push(limit),
-            Some(k) => {
-                let key = value::key_param(plan.key_kind, k)
-                    .map_err(|detail| FetchError::InvalidPage { detail })?;
-                params.extend([key, limit]);
-            }
+    fn quote(name: &str) -> String {
+        probe::quote(name)
+    }
+
+    fn param(_: usize, _: ParamKind) -> String {
+        "?".to_owned()
+    }
+
+    fn text_of(expr: &str) -> String {
+        format!("CAST({expr} AS CHAR)")
+    }
+
+    fn label(predicate: &str) -> String {
+        format!("CASE WHEN (\n{predicate}\n) THEN 1 ELSE 0 END")
+    }
+
+    fn table(text: &str, connect: &MyConnect) -> Result<TableName, String> {
+        connect::table(text, connect)
+    }
+
+    fn column(text: &str) -> Result<String, String> {
+        connect::ident(text)?;
+        Ok(text.to_owned())
+    }
+
+    fn same_column(a: &str, b: &str) -> bool {
+        // MySQL column names compare without case.
+        a.eq_ignore_ascii_case(b)
+    }
+
+    /// Rows stream: the flag "equal to the bound under the order" (0 on a first page), the
+    /// key, the labels, the content columns.
+    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
+        sql.push("SELECT ");
+        if q.after {
+            sql.push(q.key).push(" = ").param(Role::Bound);
+        } else {
+            sql.push("0");
         }
-        let Some(session) = self.session.as_mut() else {
-            return Err(FetchError::ExpiredCursor);
-        };
-        let stmt = if after.is_some() {
-            session.next.clone()
-        } else {
-            session.first.clone()
-        };
-        let snapshot = plan.consistent.then(|| session.id.clone());
-        let read = page::read(
-            &mut session.conn,
-            &stmt,
-            params,
-            page_size,
-            &plan,
-            &self.config,
-        )
-        .await;
-        let rows = match read {
-            Ok(r) => r,
-            Err(page::Stop::Driver(e)) => return Err(self.failed(&e)),
-            Err(page::Stop::Invalid(detail)) => return Err(FetchError::InvalidPage { detail }),
-        };
-        let (items, more, size_bytes) = (rows.items, rows.more, rows.size_bytes);
-        let next = if more {
-            items
-                .last()
-                .map(|i| format!("{CURSOR_PREFIX}{}", value::key_text(&i.id)))
-        } else {
-            None
-        };
-        Ok(Page {
-            items,
-            complete: Some(next.is_none()),
-            next,
-            snapshot,
-            query: None,
-            truncated: false,
-            total: None,
-            size_bytes,
+        sql.push(", ").push(q.key);
+        for c in q.columns {
+            sql.push(", ").push(c);
+        }
+        sql.push(" FROM ").push(q.from);
+        q.filter(sql);
+        sql.push(" ORDER BY ")
+            .push(q.key)
+            .push(" LIMIT ")
+            .param(Role::Limit);
+    }
+
+    async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {
+        let held = self.session.as_ref().map(|s| Holding {
+            id: &s.id,
+            replaces: self.continued.as_deref(),
+            served: s.served,
+        });
+        match decide(want, held) {
+            Step::Keep => {}
+            Step::Open { replaces } => self.open_session(replaces).await?,
+            // MySQL cannot import a snapshot another connection began.
+            Step::Import { named, otherwise } => match otherwise {
+                Otherwise::Expired => return Err(FetchError::ExpiredCursor),
+                Otherwise::Open => self.open_session(Some(named)).await?,
+            },
+        }
+        let s = self.session.as_ref().ok_or(FetchError::ServerError)?;
+        Ok(Held {
+            echo: self.consistent.then(|| s.id.clone()),
+            generation: s.generation,
         })
     }
 
-    /// The smallest and largest key of the scope (an integer key), for `plan`; `None` for an
-    /// empty scope or a key that is not an integer. One statement on a fresh connection.
-    ///
-    /// # Errors
-    /// `FetchError` when the server cannot be reached or refuses the query.
-    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
-        let mut conn = self.connect().await?;
-        let Some(plan) = self.plan.clone() else {
-            return Ok(None);
-        };
-        if plan.key_kind != sql::KeyKind::Int {
-            return Ok(None);
-        }
-        let k = sql::quote(&self.config.key);
-        let scope = self
-            .config
-            .where_sql
-            .as_ref()
-            .map_or(String::new(), |w| format!(" WHERE (\n{w}\n)"));
-        let text = format!(
-            "SELECT CAST(MIN({k}) AS CHAR), CAST(MAX({k}) AS CHAR) FROM {}{scope}",
-            sql::table_ref(&self.config)
-        );
-        let row = conn.query_first::<Row, _>(text).await;
-        let _ = tokio::time::timeout(CLOSE_TIMEOUT, conn.disconnect()).await;
-        let row = row.map_err(|e| self.failed(&e))?;
-        let num = |v: Option<&Value>| -> Option<u64> {
-            match v {
-                Some(Value::Bytes(b)) => {
-                    let t = std::str::from_utf8(b).ok()?;
-                    // A negative key is below every ID: the span starts at 0.
-                    if t.starts_with('-') {
-                        Some(0)
-                    } else {
-                        t.parse().ok()
-                    }
-                }
-                _ => None,
+    async fn probe(&mut self, target: Target<'_>) -> Result<Catalogue, FetchError> {
+        let schema = target.table.schema.clone().unwrap_or_default();
+        let table = target.table.name.clone();
+        let conn = self.conn().await?;
+        match probe::probe(conn, &schema, &table, target.key, target.content).await {
+            Ok(p) => {
+                self.kinds = p.kinds;
+                self.consistent = p.consistent;
+                Ok(p.catalogue)
             }
+            Err(probe::Failure::Driver(e)) => Err(self.failed(&e, "")),
+            Err(probe::Failure::Config(p)) => Err(self.fatal(p)),
+        }
+    }
+
+    async fn check(&mut self, sql: &str, field: &str) -> Result<(), FetchError> {
+        let conn = self.conn().await?;
+        let result = conn.prep(sql).await;
+        match result {
+            Ok(stmt) => {
+                let _ = conn.close(stmt).await;
+                Ok(())
+            }
+            Err(e) => Err(self.failed(&e, field)),
+        }
+    }
+
+    async fn page(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Param>,
+        rows: &mut PageRows<'_>,
+    ) -> Result<(), FetchError> {
+        let Some(session) = self.session.as_mut() else {
+            return Err(FetchError::ExpiredCursor);
         };
-        Ok(row.and_then(|r| Some((num(r.as_ref(0))?, num(r.as_ref(1))?))))
+        session.served = true;
+        let params = params.iter().map(value::param).collect();
+        match page::read(&mut session.conn, &stmt.text, params, &self.kinds, rows).await {
+            Ok(()) => Ok(()),
+            Err(page::Stop::Driver(e)) => Err(self.failed(&e, "")),
+            Err(page::Stop::Invalid(detail)) => Err(FetchError::InvalidPage { detail }),
+        }
     }
 
-    async fn count_scope(&mut self) -> Option<u64> {
-        // A fresh connection and one statement: InnoDB answers a single SELECT from one read
-        // view, so the count is of one consistent state of the scope.
-        let mut conn = self.connect().await.ok()?;
-        let sql = self.plan.as_ref()?.count_sql.clone();
-        let n = conn
-            .exec_first::<Row, _, _>(sql, self.range_params())
-            .await
-            .ok()
-            .flatten()
-            .and_then(|r| match r.as_ref(0) {
-                Some(Value::Int(i)) => u64::try_from(*i).ok(),
-                Some(Value::UInt(u)) => Some(*u),
-                Some(Value::Bytes(b)) => std::str::from_utf8(b).ok()?.parse().ok(),
-                _ => None,
-            });
-        let _ = tokio::time::timeout(CLOSE_TIMEOUT, conn.disconnect()).await;
-        n
-    }
-}
-
-impl PageSource for MysqlSource {
-    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
-        self.fetch_page(req).await
+    async fn texts(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Param>,
+    ) -> Result<Vec<Option<String>>, FetchError> {
+        let params: Vec<mysql_async::Value> = params.iter().map(value::param).collect();
+        let conn = self.conn().await?;
+        let row = conn
+            .exec_first::<Row, _, _>(stmt.text.as_str(), params)
+            .await;
+        match row {
+            Ok(row) => Ok(row.map_or_else(Vec::new, |r| {
+                (0..r.len()).map(|i| probe::text(&r, i)).collect()
+            })),
+            Err(e) => Err(self.failed(&e, "")),
+        }
     }
 
-    async fn count(&mut self) -> Option<u64> {
-        self.count_scope().await
+    async fn end(&mut self) {
+        // The traversal is over: release the snapshot (InnoDB keeps undo for it).
+        self.close().await;
     }
 }

@@ -1,31 +1,19 @@
-//! One keyset page: stream at most `page_size + 1` rows and turn each, as it arrives, into an
-//! item (ID, labels, content digest).
+//! One keyset page of MySQL: the core's statement run in the session's snapshot, each row
+//! turned, as it arrives, into what the core makes of it (key, flag, labels, content values).
 //!
 //! Rows are hashed while the server is still sending the following ones, so on a machine with
-//! more than one core the digests overlap the server's work instead of following it; one
-//! hasher serves the whole page, so a row allocates nothing for its
-//! digest. (Hashing on a second thread was measured and lost: handing each decoded row to
-//! another core cost more than its digest.) The page's bytes are counted while they arrive and
-//! the read stops at `PAGE_SIZE_BYTES_MAX`.
+//! more than one core the digests overlap the server's work instead of following it; the
+//! core's one hasher serves the whole page, so a row allocates nothing for its digest.
+//! (Hashing on a second thread was measured and lost: handing each decoded row to another core
+//! cost more than its digest.) The page's bytes are counted while they arrive and the read
+//! stops at `PAGE_SIZE_BYTES_MAX`.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Statement, Value};
+use mysql_async::{Conn, Value};
 
-use super::config::MysqlConfig;
-use super::sql::Plan;
+use super::probe::Kind;
 use super::value;
-use crate::content::RecordHasher;
-use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
-
-/// A page read from the server.
-pub(crate) struct Rows {
-    /// The first `page_size` rows as items.
-    pub(crate) items: Vec<Item>,
-    /// A row past `page_size` exists: this is not the last page.
-    pub(crate) more: bool,
-    /// Bytes of the values read.
-    pub(crate) size_bytes: u64,
-}
+use crate::source::sql::rows::{Fed, PageRows};
 
 /// Why a page could not be read.
 pub(crate) enum Stop {
@@ -35,67 +23,47 @@ pub(crate) enum Stop {
     Invalid(String),
 }
 
-/// Runs `stmt` with `params` and reads the page.
+/// Runs `sql` with `params` and feeds its rows to `rows`.
 pub(crate) async fn read(
     conn: &mut Conn,
-    stmt: &Statement,
+    sql: &str,
     params: Vec<Value>,
-    page_size: u32,
-    plan: &Plan,
-    config: &MysqlConfig,
-) -> Result<Rows, Stop> {
-    let want = usize::try_from(page_size).unwrap_or(usize::MAX);
-    let n_labels = config.labels.len();
-    let mut hasher = RecordHasher::new();
-    let mut result = conn.exec_iter(stmt, params).await.map_err(Stop::Driver)?;
-    let mut page = Rows {
-        items: Vec::with_capacity(want.min(4096)),
-        more: false,
-        size_bytes: 0,
-    };
+    kinds: &[Kind],
+    rows: &mut PageRows<'_>,
+) -> Result<(), Stop> {
+    let n_labels = rows.labels();
+    let key_type = rows.key_type();
+    let mut result = conn.exec_iter(sql, params).await.map_err(Stop::Driver)?;
+    let mut row_no = 0usize;
     while let Some(row) = result.next().await.map_err(Stop::Driver)? {
-        if page.items.len() >= want {
-            page.more = true;
-            break;
-        }
-        let row_no = page.items.len() + 1;
+        row_no = row_no.saturating_add(1);
         let invalid = |p: String| Stop::Invalid(format!("row {row_no} of the page: {p}"));
         let row_bytes: u64 = (0..row.len())
             .filter_map(|i| row.as_ref(i))
             .map(value_bytes)
             .sum();
-        page.size_bytes = page.size_bytes.saturating_add(row_bytes);
-        if page.size_bytes > PAGE_SIZE_BYTES_MAX {
-            return Err(Stop::Invalid(format!(
-                "a page of more than {PAGE_SIZE_BYTES_MAX} bytes ({row_no} rows read); \
-                 lower page_size"
-            )));
-        }
+        rows.add_bytes(row_bytes).map_err(Stop::Invalid)?;
+        let equal = row.as_ref(0).is_some_and(value::is_set);
         let key = row
-            .as_ref(0)
+            .as_ref(1)
             .ok_or_else(|| invalid("no key column".into()))?;
-        let id = value::key_of(plan.key_kind, key).map_err(invalid)?;
-        let mut labels = Vec::new();
-        for (j, (name, _)) in config.labels.iter().enumerate() {
-            if row.as_ref(1 + j).is_some_and(value::is_set) {
-                labels.push(name.clone());
+        let key = value::key_of(key_type, key).map_err(invalid)?;
+        match rows.row(key, equal).map_err(Stop::Invalid)? {
+            Fed::Bound => {}
+            Fed::Past => break,
+            Fed::Item(mut r) => {
+                for j in 0..n_labels {
+                    r.label(j, row.as_ref(2 + j).is_some_and(value::is_set));
+                }
+                let cell = |c: usize| row.as_ref(2 + n_labels + c).unwrap_or(&value::NULL);
+                value::each_content(kinds, cell, |cv| r.value(cv))
+                    .map_err(|(c, p)| Stop::Invalid(r.problem(c, &p)))?;
+                r.end().map_err(Stop::Invalid)?;
             }
         }
-        let content = if plan.content.is_empty() {
-            None
-        } else {
-            let cell = |c: usize| row.as_ref(1 + n_labels + c).unwrap_or(&value::NULL);
-            let hash = value::content_hash(&plan.content, &config.content, cell, &mut hasher);
-            Some(hash.map_err(invalid)?)
-        };
-        page.items.push(Item {
-            id,
-            labels,
-            content,
-        });
     }
     result.drop_result().await.map_err(Stop::Driver)?;
-    Ok(page)
+    Ok(())
 }
 
 fn value_bytes(v: &Value) -> u64 {

@@ -1,5 +1,4 @@
-//! The conversations with the server that are not pages: learning the table once
-//! (`information_schema`), and beginning a consistent snapshot and naming it.
+//! Beginning a consistent snapshot and naming it.
 //!
 //! The snapshot ID is `FLAVOR:HOST:PORT;server_id=N;conn=C;at=UTC_TIME;POSITION` where POSITION
 //! is `binlog=FILE:POS` (MariaDB: `binlog_snapshot_file`/`_position`, exactly the snapshot's
@@ -9,123 +8,17 @@
 //! it unique: a snapshot of another connection or process never has this ID.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, Statement, Value};
+use mysql_async::{Conn, Row};
 
-use super::config::MysqlConfig;
-use super::sql::{self, ColumnInfo, Plan};
 use crate::digest;
 
 /// Characters of a GTID set kept in a snapshot ID; a longer one is replaced by its digest.
 const GTID_LEN_MAX: usize = 256;
 
-/// Why a step failed: the server said no, or the config cannot work.
-pub(crate) enum Failure {
-    /// A driver or server error, classified by the caller.
-    Driver(mysql_async::Error),
-    /// The table or its columns cannot be scanned as configured; says why.
-    Config(String),
-}
+use super::probe::{int, text};
 
-impl From<mysql_async::Error> for Failure {
-    fn from(e: mysql_async::Error) -> Failure {
-        Failure::Driver(e)
-    }
-}
-
-fn text(row: &Row, i: usize) -> Option<String> {
-    match row.as_ref(i)? {
-        Value::Bytes(b) => String::from_utf8(b.clone()).ok(),
-        Value::Int(n) => Some(n.to_string()),
-        Value::UInt(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn int(row: &Row, i: usize) -> Option<i64> {
-    match row.as_ref(i)? {
-        Value::Int(n) => Some(*n),
-        Value::UInt(n) => i64::try_from(*n).ok(),
-        Value::Bytes(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        _ => None,
-    }
-}
-
-/// Learns the table: the probe gives the server's own answer for privileges and names, then
-/// `information_schema` gives the engine, the column types and the unique indexes.
-pub(crate) async fn introspect(conn: &mut Conn, c: &MysqlConfig) -> Result<Plan, Failure> {
-    let table = sql::table_ref(c);
-    let mut cols = vec![sql::quote(&c.key)];
-    cols.extend(c.content.iter().map(|n| sql::quote(n)));
-    conn.query_drop(format!("SELECT {} FROM {table} LIMIT 0", cols.join(", ")))
-        .await?;
-
-    let at = (c.schema.as_str(), c.table.as_str());
-    let tables: Vec<Row> = conn.exec(sql::TABLE_SQL, at).await?;
-    let Some(t) = tables.first() else {
-        return Err(Failure::Config(format!(
-            "{table} is not listed in information_schema.TABLES"
-        )));
-    };
-    let kind = text(t, 0).unwrap_or_default();
-    if kind != "BASE TABLE" && kind != "SYSTEM VERSIONED" {
-        return Err(Failure::Config(format!(
-            "{table} is a {kind}, not a base table: keyset pages need a unique index on the key"
-        )));
-    }
-    let consistent = text(t, 1).is_some_and(|e| e.eq_ignore_ascii_case("InnoDB"));
-
-    let rows: Vec<Row> = conn.exec(sql::COLUMNS_SQL, at).await?;
-    let infos: Vec<ColumnInfo> = rows
-        .iter()
-        .map(|r| ColumnInfo {
-            name: text(r, 0).unwrap_or_default(),
-            data_type: text(r, 1).unwrap_or_default(),
-            column_type: text(r, 2).unwrap_or_default(),
-            nullable: text(r, 3).is_some_and(|v| v == "YES"),
-            charset: text(r, 4),
-        })
-        .collect();
-    let find = |name: &str| {
-        infos
-            .iter()
-            .find(|i| i.name.eq_ignore_ascii_case(name))
-            .cloned()
-            .ok_or_else(|| {
-                Failure::Config(format!(
-                    "column {} of {table} is not listed in information_schema.COLUMNS",
-                    sql::quote(name)
-                ))
-            })
-    };
-    let key = find(&c.key)?;
-    let content = c
-        .content
-        .iter()
-        .map(|n| find(n))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let uniques: Vec<Row> = conn.exec(sql::UNIQUE_SQL, at).await?;
-    let unique = uniques.iter().any(|r| {
-        int(r, 1) == Some(1)
-            && text(r, 2).is_some_and(|n| n.eq_ignore_ascii_case(&c.key))
-            && int(r, 3) == Some(0)
-    });
-    if !unique {
-        return Err(Failure::Config(format!(
-            "key column {} of {table} has no single-column PRIMARY KEY or UNIQUE index: \
-             keyset pages could skip rows that share a key",
-            sql::quote(&c.key)
-        )));
-    }
-    sql::plan(c, &key, &content, consistent).map_err(Failure::Config)
-}
-
-/// What beginning a snapshot yields: its ID, the two page statements, and the number of rows
-/// of the scope with a NULL key (when the key column is nullable).
-pub(crate) type Begun = (String, Statement, Statement, u64);
-
-/// Begins the consistent snapshot on `conn` and prepares the page statements in it.
-pub(crate) async fn begin(conn: &mut Conn, plan: &Plan) -> Result<Begun, Failure> {
+/// Begins the consistent snapshot on `conn` and names it.
+pub(crate) async fn begin(conn: &mut Conn) -> Result<String, mysql_async::Error> {
     // UTC, so TIMESTAMP values are read in UTC; REPEATABLE READ, which the consistent snapshot
     // needs (under READ COMMITTED each statement would see a new state).
     conn.query_drop("SET time_zone = '+00:00'").await?;
@@ -133,31 +26,23 @@ pub(crate) async fn begin(conn: &mut Conn, plan: &Plan) -> Result<Begun, Failure
         .await?;
     conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         .await?;
-    let id = snapshot_id(conn).await?;
-    let first = conn.prep(plan.first_sql.as_str()).await?;
-    let next = conn.prep(plan.next_sql.as_str()).await?;
-    let null_keys = if plan.key_nullable {
-        let row: Option<Row> = conn.query_first(plan.null_keys_sql.as_str()).await?;
-        row.and_then(|r| int(&r, 0))
-            .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(0)
-    } else {
-        0
-    };
-    Ok((id, first, next, null_keys))
+    snapshot_id(conn).await
 }
 
-async fn snapshot_id(conn: &mut Conn) -> Result<String, Failure> {
+async fn snapshot_id(conn: &mut Conn) -> Result<String, mysql_async::Error> {
     let row: Option<Row> = conn
         .query_first(
             "SELECT @@hostname, @@port, @@server_id, CONNECTION_ID(), \
              DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), VERSION(), @@log_bin",
         )
         .await?;
-    let row = row.ok_or_else(|| Failure::Config("the server did not describe itself".into()))?;
-    let get = |i| text(&row, i).unwrap_or_else(|| "?".into());
+    let get = |i| {
+        row.as_ref()
+            .and_then(|r| text(r, i))
+            .unwrap_or_else(|| "?".into())
+    };
     let mariadb = get(5).contains("MariaDB");
-    let position = if int(&row, 6).unwrap_or(0) == 0 {
+    let position = if row.as_ref().and_then(|r| int(r, 6)).unwrap_or(0) == 0 {
         "no binlog position".to_owned()
     } else if mariadb {
         mariadb_position(conn).await

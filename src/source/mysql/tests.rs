@@ -4,13 +4,14 @@ use std::path::Path;
 
 use mysql_async::Value;
 
-use super::config::MysqlConfig;
 use super::error::{classify, Class};
-use super::sql::{self, ColumnInfo, KeyKind, Kind};
-use super::value;
+use super::probe::{self as sql, ColumnInfo, Kind};
+use super::{value, MyDialect, MysqlConfig};
 use crate::content::{record_hash, ContentValue};
 use crate::contract::RawId;
 use crate::error::SourceError;
+use crate::source::sql::dialect::{Catalogue, UniqueOrder};
+use crate::source::sql::key::{id_text, Key, KeyType, Param};
 
 #[track_caller]
 fn parse(text: &str) -> Result<MysqlConfig, String> {
@@ -38,15 +39,18 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
             "content": ["email", "schema_version"], "pause_ms": 5}"#,
     )
     .unwrap();
-    assert_eq!(c.schema, "shop");
-    assert_eq!(c.table, "customers");
-    assert_eq!(c.labels[0].0, "needs_migration");
-    assert_eq!(c.labels[1].0, "vip");
-    assert_eq!(c.content, ["email", "schema_version"]);
-    assert_eq!(c.pause_ms, 5);
+    assert_eq!(c.sql.table.schema.as_deref(), Some("shop"));
+    assert_eq!(c.sql.table.name, "customers");
+    assert_eq!(c.sql.labels[0].0, "needs_migration");
+    assert_eq!(c.sql.labels[1].0, "vip");
+    assert_eq!(c.sql.content, ["email", "schema_version"]);
+    assert_eq!(c.sql.pause, std::time::Duration::from_millis(5));
     let c =
         parse(r#"{"dsn": "mysql://root@127.0.0.1/test", "table": "other.t", "key": "k"}"#).unwrap();
-    assert_eq!((c.schema.as_str(), c.table.as_str()), ("other", "t"));
+    assert_eq!(
+        (c.sql.table.schema.as_deref(), c.sql.table.name.as_str()),
+        (Some("other"), "t")
+    );
 
     let base = r#""dsn": "mysql://root@h/db", "table": "t", "key": "id""#;
     check_refused(
@@ -64,34 +68,37 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
     );
     check_refused(
         r#"{"dsn": "mysql://h/db", "key": "id"}"#,
-        "\"table\" is required",
+        "missing key \"table\"",
     );
     check_refused(
         r#"{"dsn": "mysql://h/db", "table": "t"}"#,
-        "\"key\" is required",
+        "missing key \"key\"",
     );
     check_refused(
         r#"{"dsn": "mysql://h", "table": "t", "key": "id"}"#,
         "name the schema",
     );
-    check_refused(&format!("{{{base}, \"where\": \"  \"}}"), "key \"where\"");
+    check_refused(&format!("{{{base}, \"where\": \"  \"}}"), "where: is empty");
     check_refused(
         &format!("{{{base}, \"labels\": [\"a\"]}}"),
-        "key \"labels\"",
+        "labels: must be an object",
     );
     check_refused(
         &format!("{{{base}, \"labels\": {{\"a\": 1}}}}"),
-        "label \"a\"",
+        "labels.a: must be an SQL predicate",
     );
     check_refused(
         &format!("{{{base}, \"content\": \"email\"}}"),
-        "key \"content\"",
+        "content: must be an array",
     );
     check_refused(
         &format!("{{{base}, \"content\": [\"Email\", \"email\"]}}"),
         "named twice",
     );
-    check_refused(&format!("{{{base}, \"pause_ms\": 60001}}"), "\"pause_ms\"");
+    check_refused(
+        &format!("{{{base}, \"pause_ms\": 60001}}"),
+        "pause_ms: must be an integer",
+    );
     check_refused(
         &format!("{{{base}, \"key\": \"id\"}}"),
         "duplicate key \"key\"",
@@ -107,7 +114,7 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
     let too_many: Vec<String> = (0..17).map(|i| format!("\"l{i}\": \"1\"")).collect();
     check_refused(
         &format!("{{{base}, \"labels\": {{{}}}}}", too_many.join(",")),
-        "more than 16 labels",
+        "at most 16 labels",
     );
 }
 
@@ -134,49 +141,61 @@ fn identifiers_are_quoted_so_they_cannot_escape() {
     );
 }
 
-fn col(name: &str, data_type: &str, nullable: bool) -> ColumnInfo {
-    ColumnInfo {
-        name: name.into(),
-        data_type: data_type.into(),
-        column_type: data_type.into(),
-        nullable,
-        charset: None,
-    }
-}
-
 #[test]
 fn the_plan_selects_key_labels_and_content_in_order() {
+    // The core's statements in MySQL's syntax: the flag "equal to the previous page's last
+    // key", the key, each label, each content column; the operator's SQL parenthesised with
+    // newlines; a page after a key reads from that key on (`>=`), so an equal key is seen.
     let c = parse(
         r#"{"dsn": "mysql://h/db", "table": "t", "key": "id", "where": "a = 1 -- note",
             "labels": {"l": "b > 2"}, "content": ["x", "j"]}"#,
     )
     .unwrap();
-    let p = sql::plan(
-        &c,
-        &col("id", "bigint", false),
-        &[col("x", "decimal", true), col("j", "json", true)],
-        true,
-    )
-    .unwrap();
-    assert_eq!(p.key_kind, KeyKind::Int);
-    assert_eq!(p.content, [Kind::Decimal, Kind::Cast]);
+    let cat = Catalogue {
+        type_name: Some("bigint(20)".into()),
+        key_type: Some(KeyType::signed(64)),
+        nullable: false,
+        unique: vec![UniqueOrder {
+            name: "PRIMARY".into(),
+            collation: None,
+            exact: true,
+            primary: true,
+        }],
+        uncovered: vec![],
+        content: vec!["`x`".into(), Kind::Cast.select("`j`")],
+    };
+    let (key_type, order) =
+        crate::source::sql::plan::decide::<MyDialect>(&cat, "id", None).unwrap();
+    let p = crate::source::sql::plan::plan::<MyDialect>(&c.sql, &cat, key_type, order, None);
     assert_eq!(
-        p.next_sql,
-        "SELECT `id`, CASE WHEN (\nb > 2\n) THEN 1 ELSE 0 END, `x`, \
+        p.after.text,
+        "SELECT `id` = ?, `id`, CASE WHEN (\nb > 2\n) THEN 1 ELSE 0 END, `x`, \
          CAST(`j` AS CHAR CHARACTER SET utf8mb4) FROM `db`.`t` WHERE (\na = 1 -- note\n) \
-         AND `id` > ? ORDER BY `id` LIMIT ?"
+         AND `id` >= ? ORDER BY `id` LIMIT ?"
     );
     assert!(p
-        .first_sql
+        .first
+        .text
         .ends_with("WHERE (\na = 1 -- note\n) ORDER BY `id` LIMIT ?"));
     assert_eq!(
-        p.count_sql,
-        "SELECT COUNT(*) FROM `db`.`t` WHERE (\na = 1 -- note\n)"
+        p.count.text,
+        "SELECT CAST(count(*) AS CHAR) FROM `db`.`t` WHERE (\na = 1 -- note\n)"
     );
-    let p = sql::plan(&c, &col("id", "varchar", false), &[], true).unwrap();
-    assert_eq!(p.key_kind, KeyKind::Text);
+    let text = |t: &str| ColumnInfo {
+        name: "id".into(),
+        data_type: t.into(),
+        column_type: t.into(),
+        nullable: false,
+        charset: Some("utf8mb4".into()),
+    };
+    assert_eq!(sql::key_type(&text("varchar")), Some(KeyType::Text));
     for bad in ["decimal", "datetime", "text", "blob", "double"] {
-        let e = sql::plan(&c, &col("id", bad, false), &[], true).unwrap_err();
+        let cat = Catalogue {
+            type_name: Some(bad.into()),
+            key_type: sql::key_type(&text(bad)),
+            ..cat.clone()
+        };
+        let e = crate::source::sql::plan::decide::<MyDialect>(&cat, "id", None).unwrap_err();
         assert!(e.contains("integer type or CHAR/VARCHAR"), "{bad}: {e}");
     }
 }
@@ -209,38 +228,46 @@ fn column_types_map_to_content_kinds() {
 
 #[test]
 fn keys_become_ids_and_cursor_texts() {
+    let int = KeyType::unsigned(64);
+    let id = |ty, v: &Value| value::key_of(ty, v).map(Key::into_raw_id);
     assert_eq!(
-        value::key_of(KeyKind::Int, &Value::UInt(u64::MAX)).unwrap(),
+        id(int, &Value::UInt(u64::MAX)).unwrap(),
         RawId::Int(u64::MAX)
     );
     assert_eq!(
-        value::key_of(KeyKind::Int, &Value::Int(-3)).unwrap(),
+        id(KeyType::signed(64), &Value::Int(-3)).unwrap(),
         RawId::Other("-3".into()),
         "a negative key is left for the codec to refuse"
     );
     assert_eq!(
-        value::key_of(KeyKind::Text, &Value::Bytes(b"c-1".to_vec())).unwrap(),
+        id(KeyType::Text, &Value::Bytes(b"c-1".to_vec())).unwrap(),
         RawId::Str("c-1".into())
     );
-    assert!(value::key_of(KeyKind::Int, &Value::NULL).is_err());
-    // The cursor text of a key reads back as the same key.
-    for (kind, id) in [
-        (KeyKind::Int, RawId::Int(42)),
-        (KeyKind::Text, RawId::Str("é x".into())),
+    assert!(value::key_of(int, &Value::NULL).is_err());
+    // The cursor text of a key reads back as the same key, and binds as the same value.
+    for (ty, v) in [
+        (int, Value::UInt(42)),
+        (KeyType::Text, Value::Bytes("é x".as_bytes().to_vec())),
     ] {
-        let text = value::key_text(&id);
-        let back = value::key_param(kind, &text).unwrap();
-        assert_eq!(value::key_of(kind, &back).unwrap(), id);
+        let key = value::key_of(ty, &v).unwrap();
+        let text = id_text(&key.clone().into_raw_id());
+        let back = Key::from_text(ty, &text).unwrap();
+        assert_eq!(back, key);
+        assert_eq!(
+            value::key_of(ty, &value::param(&back.param())).unwrap(),
+            key
+        );
     }
-    assert!(value::key_of(KeyKind::Text, &Value::Bytes(vec![0xff])).is_err());
-    assert_eq!(value::key_param(KeyKind::Int, "7").unwrap(), Value::UInt(7));
+    assert!(value::key_of(KeyType::Text, &Value::Bytes(vec![0xff])).is_err());
+    assert_eq!(value::param(&Param::Int(7)), Value::Int(7));
+    assert_eq!(value::param(&Param::Int(-7)), Value::Int(-7));
     assert_eq!(
-        value::key_param(KeyKind::Int, "-7").unwrap(),
-        Value::Int(-7)
+        value::param(&Param::Int(i128::from(u64::MAX))),
+        Value::UInt(u64::MAX)
     );
-    assert!(value::key_param(KeyKind::Int, "7x").is_err());
+    assert_eq!(Key::from_text(int, "7x"), None);
     assert_eq!(
-        value::key_param(KeyKind::Text, "é").unwrap(),
+        value::param(&Param::Text("é".into())),
         Value::Bytes("é".as_bytes().to_vec())
     );
 }

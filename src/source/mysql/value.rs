@@ -11,63 +11,43 @@
 
 use mysql_async::Value;
 
-use super::sql::{KeyKind, Kind};
-use crate::content::{record_hash, ContentValue, RecordHasher};
-use crate::contract::RawId;
+use super::probe::Kind;
+use crate::content::ContentValue;
+#[cfg(test)]
+use crate::content::RecordHasher;
+use crate::source::sql::key::{Key, KeyType, Param};
 
-/// The ID of a key value.
+/// The key of a key value.
 ///
 /// # Errors
 /// A message for a NULL key or a value of the wrong type.
-pub(crate) fn key_of(kind: KeyKind, v: &Value) -> Result<RawId, String> {
-    match (kind, v) {
+pub(crate) fn key_of(ty: KeyType, v: &Value) -> Result<Key, String> {
+    match (ty, v) {
         (_, Value::NULL) => Err("a row has a NULL key".into()),
-        (KeyKind::Int, Value::UInt(u)) => Ok(RawId::Int(*u)),
-        (KeyKind::Int, Value::Int(i)) => Ok(match u64::try_from(*i) {
-            Ok(u) => RawId::Int(u),
-            // A negative key is kept for the codec to refuse (R16), never coerced.
-            Err(_) => RawId::Other(i.to_string()),
-        }),
-        (KeyKind::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
-            Ok(s) => Ok(RawId::Str(s.to_owned())),
+        (KeyType::Int { .. }, Value::UInt(u)) => Ok(Key::Int(i128::from(*u))),
+        (KeyType::Int { .. }, Value::Int(i)) => Ok(Key::Int(i128::from(*i))),
+        (KeyType::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
+            Ok(s) => Ok(Key::Text(s.to_owned())),
             Err(_) => Err("a key is not valid UTF-8".into()),
         },
         (_, other) => Err(format!("a key value has an unexpected type ({other:?})")),
     }
 }
 
-/// The text a cursor or a high-water request carries for a key (the inverse of
-/// [`key_param`]); only the last key of a page needs one.
-pub(crate) fn key_text(id: &RawId) -> String {
-    match id {
-        RawId::Int(u) => u.to_string(),
-        RawId::Str(s) | RawId::Other(s) => s.clone(),
+/// A statement parameter as the driver binds it.
+pub(crate) fn param(p: &Param) -> Value {
+    match p {
+        Param::Int(n) => match (i64::try_from(*n), u64::try_from(*n)) {
+            (Ok(i), _) => Value::Int(i),
+            (Err(_), Ok(u)) => Value::UInt(u),
+            // No SQL integer is outside both; the core bounds keys by the column's type.
+            (Err(_), Err(_)) => Value::NULL,
+        },
+        Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
     }
 }
 
-/// The parameter a keyset request binds for a key text (from a cursor or a high-water key).
-///
-/// # Errors
-/// A message when the text is not a key of this kind.
-pub(crate) fn key_param(kind: KeyKind, text: &str) -> Result<Value, String> {
-    match kind {
-        KeyKind::Text => Ok(Value::Bytes(text.as_bytes().to_vec())),
-        KeyKind::Int => {
-            if let Ok(u) = text.parse::<u64>() {
-                Ok(Value::UInt(u))
-            } else if let Ok(i) = text.parse::<i64>() {
-                Ok(Value::Int(i))
-            } else {
-                Err(format!(
-                    "key {:?} is not an integer",
-                    text.chars().take(64).collect::<String>()
-                ))
-            }
-        }
-    }
-}
-
-/// Whether a label column (`CASE WHEN pred THEN 1 ELSE 0 END`) is set.
+/// Whether a flag column (`CASE WHEN pred THEN 1 ELSE 0 END`, `key = ?`) is set.
 pub(crate) fn is_set(v: &Value) -> bool {
     match v {
         Value::Int(i) => *i != 0,
@@ -80,60 +60,53 @@ pub(crate) fn is_set(v: &Value) -> bool {
 /// The value a missing cell reads as.
 pub(crate) static NULL: Value = Value::NULL;
 
-/// The content digest of one row: `value(i)` is the row's `i`-th content value. `hasher` is
-/// reused from row to row of a page, so the common row allocates nothing here.
+/// Gives each content value of a row to `add`, in order: `value(i)` is the row's `i`-th
+/// content value. A date the calendar does not have is given as its text (so it differs from
+/// every real date instead of failing the scan).
+///
+/// # Errors
+/// The index of the column whose value cannot be read or added, and why.
+pub(crate) fn each_content<'a>(
+    kinds: &[Kind],
+    value: impl Fn(usize) -> &'a Value,
+    mut add: impl FnMut(&ContentValue<'_>) -> Result<(), String>,
+) -> Result<(), (usize, String)> {
+    for (i, kind) in kinds.iter().enumerate() {
+        let v = value(i);
+        match content_value(*kind, v).map_err(|p| (i, p))? {
+            Some(cv) => add(&cv),
+            None => {
+                let text = odd_date_text(*kind, v).unwrap_or_default();
+                add(&ContentValue::Text(&text))
+            }
+        }
+        .map_err(|p| (i, p))?;
+    }
+    Ok(())
+}
+
+/// The content digest of one row, by the page's own path.
 ///
 /// # Errors
 /// A message naming the column whose value cannot be hashed.
+#[cfg(test)]
 pub(crate) fn content_hash<'a>(
     kinds: &[Kind],
     names: &[String],
     value: impl Fn(usize) -> &'a Value,
     hasher: &mut RecordHasher,
 ) -> Result<[u8; 32], String> {
-    let named = |i: usize, p: String| {
-        let name = names.get(i).map_or("?", String::as_str);
-        format!("content column {name:?}: {p}")
-    };
     hasher
         .begin_record(kinds.len())
         .map_err(|e| e.to_string())?;
-    for (i, kind) in kinds.iter().enumerate() {
-        match content_value(*kind, value(i)).map_err(|p| named(i, p))? {
-            Some(cv) => hasher.add_value(&cv).map_err(|e| named(i, e.to_string()))?,
-            None => return hash_with_odd_dates(kinds, names, &value, hasher),
-        }
-    }
-    Ok(hasher.record_digest())
-}
-
-/// The slow path of a row holding a date the calendar does not have: such a date is hashed as
-/// its text, which needs a buffer of its own.
-fn hash_with_odd_dates<'a>(
-    kinds: &[Kind],
-    names: &[String],
-    value: &impl Fn(usize) -> &'a Value,
-    hasher: &mut RecordHasher,
-) -> Result<[u8; 32], String> {
-    let texts: Vec<Option<String>> = (0..kinds.len())
-        .map(|i| odd_date_text(kinds[i], value(i)))
-        .collect();
-    let mut out = Vec::with_capacity(kinds.len());
-    for (i, kind) in kinds.iter().enumerate() {
-        let cv = match &texts[i] {
-            Some(t) => Some(ContentValue::Text(t)),
-            None => content_value(*kind, value(i)).ok().flatten(),
-        };
-        out.push(cv.ok_or_else(|| format!("content column {:?}: unreadable", names[i]))?);
-    }
-    hasher.hash(&out).map_err(|e| {
-        // Rare: find the column to name by hashing the values one by one.
-        let bad = out
-            .iter()
-            .position(|v| record_hash(std::slice::from_ref(v)).is_err());
-        let name = bad.and_then(|i| names.get(i)).map_or("?", String::as_str);
-        format!("content column {name:?}: {e}")
+    each_content(kinds, value, |cv| {
+        hasher.add_value(cv).map_err(|e| e.to_string())
     })
+    .map_err(|(i, p)| {
+        let name = names.get(i).map_or("?", String::as_str);
+        format!("content column {name:?}: {p}")
+    })?;
+    Ok(hasher.record_digest())
 }
 
 fn utf8(b: &[u8]) -> Result<&str, String> {

@@ -1,31 +1,26 @@
-//! `postgres:CONFIG.json`: keyset pages of one table inside one pinned snapshot.
+//! `postgres:CONFIG.json`: the PostgreSQL dialect of the SQL core (`source::sql`).
 //!
 //! Owns one connection and one `REPEATABLE READ, READ ONLY` transaction per run; the
-//! transaction's `pg_export_snapshot()` names the snapshot every page echoes. It never
-//! decides completeness (the reconciler does), never retries (the collector does) and never
-//! writes to the database. It spawns no task: the connection is driven inside each call,
-//! beside the query it serves.
+//! transaction's `pg_export_snapshot()` names the snapshot every page echoes, and another
+//! session (a shard's) can import it. Pages come as one row of arrays (`page.rs`), the
+//! catalogue from `probe.rs`, values from `value.rs`. It spawns no task: the connection is
+//! driven inside each call, beside the query it serves.
 //!
 //! Invariants:
 //! - A page is served only from a transaction whose snapshot is the one the page echoes, so
 //!   a page that echoes the pinned snapshot was read in it.
-//! - A continuation (`Request::Cursor`) is served only from the snapshot the request names
-//!   (held by this source, or by another session that exported it); when that snapshot is
-//!   gone (the process died, the connection broke) the answer is `ExpiredCursor` and the
-//!   contract's policy decides. Only a fresh request (`Request::After`, the `high_water`
-//!   policy) may open a newer snapshot, and its pages echo that newer snapshot, so a spliced
-//!   scan is never presented as pinned.
-//! - The end of the scan is a page query that found no row past the page (`LIMIT n + 1`),
-//!   never a short page.
+//! - A continuation is served only from the snapshot the request names (held by this source,
+//!   or by another session that exported it); when that snapshot is gone (the process died,
+//!   the connection broke) the answer is `ExpiredCursor` (`sql::dialect::decide`).
 //! - The DSN's password never reaches a log, an error, a receipt or `Debug`.
 
-mod config;
+mod connect;
 mod page;
-mod plan;
-mod sql;
+mod probe;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod value;
 
 use std::future::Future;
 use std::path::Path;
@@ -35,12 +30,18 @@ use std::sync::Arc;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
-use self::config::PgConfig;
-use self::sql::{ContentKind, KeyKind};
+use self::connect::{quote_ident, PgConnect};
+use self::value::ContentKind;
+use super::sql::dialect::{
+    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
+    Step, Stmt, StmtId, TableName, Target, Want,
+};
+use super::sql::key::{KeyType, Param};
+use super::sql::rows::PageRows;
+use super::sql::SqlSource;
 use super::{FetchError, PageRequest, PageSource};
-use crate::contract::Page;
+use crate::contract::{IdCodecKind, Page, Scope};
 use crate::error::SourceError;
-use crate::reconcile::Request;
 
 /// The connection's stream: TLS through rustls when `sslmode` asks for it.
 type TlsStream =
@@ -53,21 +54,20 @@ type Connection = tokio_postgres::Connection<tokio_postgres::Socket, TlsStream>;
 ///
 /// Opening reads the config (and the DSN from `dsn_env`) but does not connect: the first
 /// page (or `count`) connects, inside the caller's runtime.
-pub struct PostgresSource {
-    config: PgConfig,
-    tls: tokio_postgres_rustls::MakeRustlsConnect,
-    session: Option<Session>,
-    /// A shard's key range, as the statements' bounds: first key and last key (inclusive).
-    key_range: Option<(i64, i64)>,
-}
+#[derive(Debug)]
+pub struct PostgresSource(SqlSource<PgDialect>);
 
-impl std::fmt::Debug for PostgresSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresSource")
-            .field("config", &self.config)
-            .field("connected", &self.session.is_some())
-            .finish_non_exhaustive()
-    }
+/// The PostgreSQL dialect: the connection options and the session.
+pub(crate) struct PgDialect {
+    connect: PgConnect,
+    fatal: Fatal,
+    session: Option<Session>,
+    /// How each content column is read (from the catalogue).
+    kinds: Vec<ContentKind>,
+    /// The bits of an integer key (16, 32 or 64).
+    key_bits: u32,
+    /// Rises with every transaction begun or imported.
+    generation: u64,
 }
 
 /// One connection, its prepared statements and its open transaction.
@@ -75,21 +75,10 @@ struct Session {
     /// Shared with a prefetched page's future, which must own what it borrows.
     client: Arc<Client>,
     connection: Pin<Box<Connection>>,
-    plan: Option<Plan>,
+    statements: Vec<(StmtId, Statement)>,
     txn: Option<Txn>,
     /// The next page, already asked of the server (see `page::Prefetch`).
     prefetch: Option<page::Prefetch>,
-}
-
-/// The prepared statements of one session and how to read their rows.
-struct Plan {
-    key: KeyKind,
-    content: Vec<ContentKind>,
-    first: Statement,
-    after: Statement,
-    count: Statement,
-    /// Present when the key column is nullable: a NULL key cannot be reached by key.
-    null_keys: Option<Statement>,
 }
 
 /// The open transaction.
@@ -98,8 +87,9 @@ struct Txn {
     snapshot: String,
     /// The snapshot a `high_water` continuation replaced: requests still name it.
     replaces: Option<String>,
-    /// The NULL-key check ran in this snapshot.
-    keys_checked: bool,
+    /// A page was served from it.
+    served: bool,
+    generation: u64,
 }
 
 /// Why a call to the server produced nothing.
@@ -153,7 +143,7 @@ impl PostgresSource {
     /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong
     /// (an unknown key, a missing DSN, an `sslrootcert` that is not PEM, ...).
     pub fn open(path: &Path) -> Result<PostgresSource, SourceError> {
-        PostgresSource::with_config(path, PgConfig::open(path)?)
+        Ok(PostgresSource(SqlSource::open(path)?))
     }
 
     /// Reads the config file and narrows its scope to integer keys in `ranges` (ascending,
@@ -165,46 +155,68 @@ impl PostgresSource {
         path: &Path,
         ranges: &[(u64, u64)],
     ) -> Result<PostgresSource, SourceError> {
-        let mut config = PgConfig::open(path)?;
-        let sql = super::key_ranges_sql(&config::quote_ident(&config.key), ranges);
-        config.where_sql = Some(super::narrowed(config.where_sql.as_deref(), &sql));
-        PostgresSource::with_config(path, config)
+        Ok(PostgresSource(SqlSource::open_key_ranges(path, ranges)?))
     }
 
-    fn with_config(path: &Path, config: PgConfig) -> Result<PostgresSource, SourceError> {
-        let tls =
-            tls::connector(config.rootcert.as_deref()).map_err(|problem| SourceError::Config {
-                path: path.to_owned(),
-                problem,
-            })?;
-        Ok(PostgresSource {
-            config,
-            tls,
-            session: None,
-            key_range: None,
-        })
-    }
-
-    /// Serves only the keys of `range` (a shard's contract): `WHERE key >= lo AND key < hi`
-    /// with bound parameters. A key column that is not an integer is refused at the first
-    /// page.
+    /// Serves only the keys of `range` (a shard's contract, IDs of the `int` codec):
+    /// `WHERE key >= lo AND key <= hi - 1` with bound parameters. A key column that is not an
+    /// integer is refused at the first page.
     #[must_use]
-    pub fn with_key_range(mut self, range: Option<crate::contract::KeyRange>) -> PostgresSource {
-        self.key_range = range.map(|r| range_bounds(r.lo, r.hi));
-        self
+    pub fn with_key_range(self, range: Option<crate::contract::KeyRange>) -> PostgresSource {
+        PostgresSource(self.0.with_key_range(range))
     }
 
-    /// The parameters the statements take after their own: the key range's bounds.
-    fn range_params(&self) -> Vec<i64> {
-        self.key_range
-            .map_or_else(Vec::new, |(lo, last)| vec![lo, last])
+    /// Serves a contract's scope (its key range, under its codec).
+    pub(crate) fn for_scope(self, scope: &Scope, codec: IdCodecKind) -> PostgresSource {
+        PostgresSource(self.0.for_scope(scope, codec))
     }
 
-    fn fatal(&self, problem: String) -> FetchError {
-        FetchError::Fatal(SourceError::Config {
-            path: self.config.path.clone(),
-            problem: format!("table {}: {problem}", self.config.table),
-        })
+    /// Opens (and exports) the run's snapshot now and keeps it open for as long as this
+    /// source lives: a coordinator's snapshot (`plan --hold-snapshot`), which every shard's
+    /// source imports (`SET TRANSACTION SNAPSHOT`). Returns its ID as pages echo it.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses.
+    pub async fn hold_snapshot(&mut self) -> Result<String, FetchError> {
+        self.0.hold().await?.ok_or(FetchError::ServerError)
+    }
+
+    /// Checks that the held snapshot is still open (one `SELECT 1` in its transaction).
+    ///
+    /// # Errors
+    /// `FetchError` when the connection or its transaction is gone.
+    pub async fn keep_alive(&mut self) -> Result<(), FetchError> {
+        let d = self.0.dialect_mut();
+        if d.session.as_ref().and_then(|s| s.txn.as_ref()).is_none() {
+            return Err(FetchError::ExpiredCursor);
+        }
+        call!(d, "keeping the snapshot", |c| c.batch_execute("SELECT 1"))?;
+        Ok(())
+    }
+
+    /// The smallest and largest key of the scope in the current (or a fresh) snapshot, for
+    /// `plan`; `None` for an empty scope or a key that is not an integer.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
+        self.0.key_bounds().await
+    }
+}
+
+impl PageSource for PostgresSource {
+    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        self.0.fetch(req).await
+    }
+
+    async fn count(&mut self) -> Option<u64> {
+        self.0.count().await
+    }
+}
+
+impl PgDialect {
+    fn fatal(&self, problem: impl std::fmt::Display) -> FetchError {
+        self.fatal.error(problem)
     }
 
     /// Maps a failure to what the collector should do; a failure that may have broken the
@@ -264,12 +276,13 @@ impl PostgresSource {
         if self.session.is_some() {
             return Ok(());
         }
-        match self.config.connect.connect(self.tls.clone()).await {
+        let connected = self.connect.config.connect(self.connect.tls.clone()).await;
+        match connected {
             Ok((client, connection)) => {
                 self.session = Some(Session {
                     client: Arc::new(client),
                     connection: Box::pin(connection),
-                    plan: None,
+                    statements: Vec::new(),
                     txn: None,
                     prefetch: None,
                 });
@@ -279,40 +292,16 @@ impl PostgresSource {
         }
     }
 
-    /// Makes the session's transaction the one `req` may be served from, opening or
-    /// importing a snapshot as the module's invariants say.
-    async fn transaction(
-        &mut self,
-        request: &Request,
-        snapshot: Option<&str>,
-    ) -> Result<(), FetchError> {
-        self.connect().await?;
-        let Some(s) = self.session.as_mut() else {
-            return Err(FetchError::ServerError);
-        };
-        if let Some(txn) = &s.txn {
-            let usable = match snapshot {
-                None => true,
-                Some(named) => txn.snapshot == named || txn.replaces.as_deref() == Some(named),
-            };
-            if usable {
-                return Ok(());
-            }
-            s.txn = None;
-            s.prefetch = None;
-        }
-        let imported = match snapshot {
-            Some(named) => self.import(named).await?,
-            None => false,
-        };
-        if imported {
-            return Ok(());
-        }
-        match (request, snapshot) {
-            (_, None) => self.export(None).await,
-            (Request::After(_), Some(named)) => self.export(Some(named.to_owned())).await,
-            // A continuation or a first page that names a snapshot nobody holds any more.
-            (_, Some(_)) => Err(FetchError::ExpiredCursor),
+    fn begun(&mut self, snapshot: String, replaces: Option<String>) {
+        self.generation = self.generation.saturating_add(1);
+        let generation = self.generation;
+        if let Some(s) = self.session.as_mut() {
+            s.txn = Some(Txn {
+                snapshot,
+                replaces,
+                served: false,
+                generation,
+            });
         }
     }
 
@@ -323,13 +312,7 @@ impl PostgresSource {
         let row = call!(self, "exporting the snapshot", |c| c.query_one(EXPORT, &[]))?;
         let id: String = row.get(0);
         let start: i64 = row.get(1);
-        if let Some(s) = self.session.as_mut() {
-            s.txn = Some(Txn {
-                snapshot: format!("{id}@{start}"),
-                replaces,
-                keys_checked: false,
-            });
-        }
+        self.begun(format!("{id}@{start}"), replaces);
         Ok(())
     }
 
@@ -370,85 +353,24 @@ impl PostgresSource {
         if start.is_some_and(|start| start != now) {
             return Ok(false);
         }
-        if let Some(s) = self.session.as_mut() {
-            s.txn = Some(Txn {
-                snapshot: named.to_owned(),
-                replaces: None,
-                keys_checked: false,
-            });
-        }
+        self.begun(named.to_owned(), None);
         Ok(true)
     }
-}
 
-impl PostgresSource {
-    /// Opens (and exports) the run's snapshot now and keeps it open for as long as this
-    /// source lives: a coordinator's snapshot (`plan --hold-snapshot`), which every shard's
-    /// source imports (`SET TRANSACTION SNAPSHOT`). Returns its ID as pages echo it.
-    ///
-    /// # Errors
-    /// `FetchError` when the server cannot be reached or refuses.
-    pub async fn hold_snapshot(&mut self) -> Result<String, FetchError> {
-        self.transaction(&Request::First, None).await?;
-        self.session
-            .as_ref()
-            .and_then(|s| s.txn.as_ref())
-            .map(|t| t.snapshot.clone())
-            .ok_or(FetchError::ServerError)
-    }
-
-    /// Checks that the held snapshot is still open (one `SELECT 1` in its transaction).
-    ///
-    /// # Errors
-    /// `FetchError` when the connection or its transaction is gone.
-    pub async fn keep_alive(&mut self) -> Result<(), FetchError> {
-        if self.session.as_ref().and_then(|s| s.txn.as_ref()).is_none() {
-            return Err(FetchError::ExpiredCursor);
-        }
-        call!(self, "keeping the snapshot", |c| c
-            .batch_execute("SELECT 1"))?;
-        Ok(())
-    }
-
-    /// The smallest and largest key of the scope in the current (or a fresh) snapshot, for
-    /// `plan`; `None` for an empty scope or a key that is not an integer.
-    ///
-    /// # Errors
-    /// `FetchError` when the server cannot be reached or refuses the query.
-    pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
-        self.transaction(&Request::First, None).await?;
-        self.plan().await?;
-        let key = self
+    /// The session's prepared statement for `stmt`, prepared once per session.
+    async fn prepared(&mut self, stmt: &Stmt, doing: &str) -> Result<Statement, FetchError> {
+        if let Some((_, s)) = self
             .session
             .as_ref()
-            .and_then(|s| s.plan.as_ref())
-            .map(|p| p.key);
-        if !matches!(key, Some(KeyKind::Int2 | KeyKind::Int4 | KeyKind::Int8)) {
-            return Ok(None);
+            .and_then(|s| s.statements.iter().find(|(id, _)| *id == stmt.id))
+        {
+            return Ok(s.clone());
         }
-        let text = sql::bounds(&self.config);
-        let row = call!(self, "reading the key's bounds", |c| c
-            .query_one(&text, &[]))?;
-        let lo: Option<i64> = row.get(0);
-        let hi: Option<i64> = row.get(1);
-        // A negative key is below every ID: the span starts at 0.
-        Ok(match (lo, hi) {
-            (Some(lo), Some(hi)) if hi >= 0 => Some((
-                u64::try_from(lo).unwrap_or(0),
-                u64::try_from(hi).unwrap_or(0),
-            )),
-            _ => None,
-        })
-    }
-}
-
-/// A half-open u64 range as inclusive bounds of an `int8` key: `[lo, hi)` is
-/// `lo <= key <= hi - 1`; a range past `i64::MAX` holds no `int8`, so it becomes an empty one.
-pub(crate) fn range_bounds(lo: u64, hi: u64) -> (i64, i64) {
-    match (i64::try_from(lo), hi.checked_sub(1)) {
-        (Ok(lo), Some(last)) => (lo, i64::try_from(last).unwrap_or(i64::MAX)),
-        // No key of the column is in the range: 0 <= key <= -1 holds for none.
-        _ => (0, -1),
+        let prepared = call!(self, doing, |c| c.prepare(&stmt.text))?;
+        if let Some(s) = self.session.as_mut() {
+            s.statements.push((stmt.id, prepared.clone()));
+        }
+        Ok(prepared)
     }
 }
 
@@ -474,28 +396,162 @@ const START: &str =
 const EXPORT: &str = "SELECT pg_catalog.pg_export_snapshot(), \
     (extract(epoch FROM pg_catalog.pg_postmaster_start_time()) * 1000000)::int8";
 
-impl PageSource for PostgresSource {
-    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
-        if !self.config.page_delay.is_zero() {
-            tokio::time::sleep(self.config.page_delay).await;
+impl Dialect for PgDialect {
+    type Connect = PgConnect;
+    const KIND: &'static str = "postgres";
+    const CURSOR_TAG: &'static str = "k1:";
+    const KEY_TYPES: &'static str = "smallint, integer, bigint, text, varchar or uuid";
+
+    fn new(connect: PgConnect, fatal: Fatal) -> PgDialect {
+        PgDialect {
+            connect,
+            fatal,
+            session: None,
+            kinds: Vec::new(),
+            key_bits: 64,
+            generation: 0,
         }
-        self.transaction(&req.request, req.snapshot.as_deref())
-            .await?;
-        self.plan().await?;
-        self.page(req).await
     }
 
-    async fn count(&mut self) -> Option<u64> {
-        // Any failure means "no server count": the collector then traverses fully.
-        self.transaction(&Request::First, None).await.ok()?;
-        self.plan().await.ok()?;
-        let stmt = self.session.as_ref()?.plan.as_ref()?.count.clone();
-        let range = self.range_params();
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = range
-            .iter()
-            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
-            .collect();
-        let row = call!(self, "counting", |c| c.query_one(&stmt, &params)).ok()?;
-        u64::try_from(row.try_get::<_, i64>(0).ok()?).ok()
+    fn quote(name: &str) -> String {
+        quote_ident(name)
+    }
+
+    fn param(n: usize, kind: ParamKind) -> String {
+        match kind {
+            ParamKind::Count | ParamKind::Key(KeyType::Int { .. }) => format!("${n}::int8"),
+            ParamKind::Key(KeyType::Text) => format!("${n}::text"),
+            ParamKind::Key(KeyType::Uuid) => format!("${n}::text::uuid"),
+        }
+    }
+
+    fn text_of(expr: &str) -> String {
+        format!("({expr})::text")
+    }
+
+    fn label(predicate: &str) -> String {
+        format!("(({predicate}\n) IS TRUE)")
+    }
+
+    fn table(text: &str, _: &PgConnect) -> Result<TableName, String> {
+        connect::table(text)
+    }
+
+    fn column(text: &str) -> Result<String, String> {
+        connect::column(text)
+    }
+
+    /// A page is one row of arrays, one array per column (the key, each label, each content
+    /// column), aggregated from the ordered, limited keyset query: the server sends one
+    /// message per page instead of one per row, which is what lets a scan come close to the
+    /// rate of `COPY`. An aggregate's input order is not guaranteed by SQL, so integer and
+    /// uuid keys are put in order by the decoder, and text keys, whose order is the
+    /// collation's, are ordered inside each aggregate. After a key, the last column counts the
+    /// rows equal to it under the order.
+    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
+        let order = match q.key_type {
+            KeyType::Text => " ORDER BY sl_k",
+            _ => "",
+        };
+        sql.push("SELECT array_agg(sl_k").push(order).push(")");
+        for i in 0..q.columns.len() {
+            sql.push(&format!(", array_agg(sl_c{i}{order})"));
+        }
+        if q.after {
+            sql.push(", count(*) FILTER (WHERE sl_k = ")
+                .param(super::sql::dialect::Role::Bound)
+                .push(")");
+        }
+        sql.push(" FROM (SELECT ").push(q.key).push(" AS sl_k");
+        for (i, c) in q.columns.iter().enumerate() {
+            sql.push(&format!(", {c} AS sl_c{i}"));
+        }
+        sql.push(" FROM ").push(q.from);
+        q.filter(sql);
+        sql.push(" ORDER BY ")
+            .push(q.key)
+            .push(" LIMIT ")
+            .param(super::sql::dialect::Role::Limit)
+            .push(") sl_page");
+    }
+
+    async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {
+        self.connect().await?;
+        let held = self
+            .session
+            .as_ref()
+            .and_then(|s| s.txn.as_ref())
+            .map(|t| Holding {
+                id: &t.snapshot,
+                replaces: t.replaces.as_deref(),
+                served: t.served,
+            });
+        match decide(want, held) {
+            Step::Keep => {}
+            Step::Open { replaces } => self.export(replaces).await?,
+            Step::Import { named, otherwise } => {
+                if let Some(s) = self.session.as_mut() {
+                    s.txn = None;
+                    s.prefetch = None;
+                }
+                if !self.import(&named).await? {
+                    match otherwise {
+                        Otherwise::Expired => return Err(FetchError::ExpiredCursor),
+                        Otherwise::Open => self.export(Some(named)).await?,
+                    }
+                }
+            }
+        }
+        let txn = self
+            .session
+            .as_ref()
+            .and_then(|s| s.txn.as_ref())
+            .ok_or(FetchError::ServerError)?;
+        Ok(Held {
+            echo: Some(txn.snapshot.clone()),
+            generation: txn.generation,
+        })
+    }
+
+    async fn probe(&mut self, target: Target<'_>) -> Result<Catalogue, FetchError> {
+        self.connect().await?;
+        self.catalogue(target).await
+    }
+
+    async fn check(&mut self, sql: &str, field: &str) -> Result<(), FetchError> {
+        self.connect().await?;
+        call!(self, field, |c| c.prepare(sql))?;
+        Ok(())
+    }
+
+    async fn page(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Param>,
+        rows: &mut PageRows<'_>,
+    ) -> Result<(), FetchError> {
+        self.read_page(stmt, params, rows).await
+    }
+
+    async fn ahead(&mut self, stmt: &Stmt, params: Vec<Param>) {
+        self.prefetch(stmt, params).await;
+    }
+
+    async fn texts(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Param>,
+    ) -> Result<Vec<Option<String>>, FetchError> {
+        self.connect().await?;
+        let prepared = self.prepared(stmt, "preparing a statement").await?;
+        let values = page::values(&params).map_err(|p| self.fatal(p))?;
+        let refs = page::refs(&values);
+        let row = call!(self, "reading the scope", |c| c.query_one(&prepared, &refs))?;
+        (0..row.len())
+            .map(|i| {
+                row.try_get::<_, Option<String>>(i)
+                    .map_err(|e| self.fatal(format!("reading the scope: {e}")))
+            })
+            .collect()
     }
 }

@@ -4,18 +4,23 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::config::{parse_identifier, PgConfig};
-use super::sql::{civil_from_days, KeyKind, KeyParam};
+use super::connect::{parse_identifier, PgConnect};
+use super::value::civil_from_days;
+use super::PgDialect;
+use crate::source::sql::config::{from_object, SqlConfig};
+use crate::source::sql::key::{id_text, Key, KeyType};
+
+type PgConfig = (SqlConfig, PgConnect);
 
 #[track_caller]
 fn check_config(value: serde_json::Value, expected: Result<(), &str>) -> Option<PgConfig> {
-    let got = PgConfig::from_value(Path::new("pg.json"), &value, |name| {
+    let got = from_object::<PgDialect>(Path::new("pg.json"), value.as_object().unwrap(), |name| {
         (name == "PG_DSN").then(|| "postgresql://u:hunter2canary@127.0.0.1/test".to_owned())
     });
     match (got, expected) {
         (Ok(c), Ok(())) => Some(c),
         (Err(e), Err(want)) => {
-            let shown = e.to_string();
+            let shown = e;
             assert!(shown.contains(want), "{shown:?} lacks {want:?}");
             assert!(!shown.contains("hunter2canary"), "{shown}");
             None
@@ -119,32 +124,53 @@ fn identifiers_follow_sql_rules() {
         Ok(()),
     )
     .unwrap();
-    assert_eq!(c.table.sql(), r#""s"."we""ird""#);
-    assert_eq!(c.key, "id");
+    assert_eq!(
+        SqlConfig::table_of::<PgDialect>(&c.0.table),
+        r#""s"."we""ird""#
+    );
+    assert_eq!(c.0.key, "id");
 }
 
 #[test]
 fn cursors_round_trip_every_key_exactly() {
-    for (kind, key) in [
-        (KeyKind::Int8, KeyParam::Int(-9_223_372_036_854_775_808)),
-        (KeyKind::Int4, KeyParam::Int(42)),
+    use crate::source::sql::dialect::Dialect;
+    let cursor = |key: &Key| {
+        format!(
+            "{}{}",
+            PgDialect::CURSOR_TAG,
+            id_text(&key.clone().into_raw_id())
+        )
+    };
+    let from_cursor = |ty: KeyType, c: &str| {
+        c.strip_prefix(PgDialect::CURSOR_TAG)
+            .and_then(|t| Key::from_text(ty, t))
+    };
+    for (ty, key) in [
+        (KeyType::signed(64), Key::Int(-9_223_372_036_854_775_808)),
+        (KeyType::signed(32), Key::Int(42)),
         (
-            KeyKind::Text,
-            KeyParam::Text("k1: spaces, ünïcode, \"quotes\"\n".to_owned()),
+            KeyType::Text,
+            Key::Text("k1: spaces, ünïcode, \"quotes\"\n".to_owned()),
         ),
-        (KeyKind::Text, KeyParam::Text(String::new())),
+        (KeyType::Text, Key::Text(String::new())),
         (
-            KeyKind::Uuid,
-            KeyParam::Text("0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70".to_owned()),
+            KeyType::Uuid,
+            Key::Uuid(
+                crate::source::sql::key::parse_uuid("0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70")
+                    .unwrap(),
+            ),
         ),
     ] {
-        assert_eq!(KeyParam::from_cursor(kind, &key.cursor()), Some(key));
+        assert_eq!(from_cursor(ty, &cursor(&key)), Some(key));
     }
-    assert_eq!(KeyParam::from_cursor(KeyKind::Int8, "k1:x"), None);
-    assert_eq!(KeyParam::from_cursor(KeyKind::Text, "other"), None);
+    assert_eq!(from_cursor(KeyType::signed(64), "k1:x"), None);
+    assert_eq!(from_cursor(KeyType::Text, "other"), None);
+    // Out of the column's range, or not the canonical decimal a cursor holds.
+    assert_eq!(from_cursor(KeyType::signed(16), "k1:40000"), None);
+    assert_eq!(from_cursor(KeyType::signed(16), "k1:+7"), None);
     assert_eq!(
-        KeyParam::from_text(KeyKind::Int2, "17"),
-        Some(KeyParam::Int(17))
+        Key::from_text(KeyType::signed(16), "17"),
+        Some(Key::Int(17))
     );
 }
 
@@ -181,7 +207,7 @@ fn array(elements: &[Option<&[u8]>]) -> Vec<u8> {
 
 #[test]
 fn arrays_decode_within_their_bounds() {
-    use super::sql::array_elements;
+    use super::value::array_elements;
     let one = 1i64.to_be_bytes();
     let raw = array(&[Some(&one), None, Some(b"")]);
     assert_eq!(
@@ -222,33 +248,24 @@ fn uuids_print_as_postgresql_does() {
         0x70,
     ];
     assert_eq!(
-        super::sql::uuid_text(&b),
+        crate::source::sql::key::uuid_text(&b),
         "0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70"
     );
 }
 
 #[test]
 fn a_page_is_put_in_key_order_and_a_repeated_key_refused() {
-    use super::sql::page_order;
-    let ints = |v: &[i64]| -> Vec<_> { v.iter().map(|n| (KeyParam::Int(*n), None)).collect() };
-    assert_eq!(
-        page_order(KeyKind::Int8, &ints(&[-3, 1, 7])).unwrap(),
-        [0, 1, 2]
-    );
-    assert_eq!(
-        page_order(KeyKind::Int8, &ints(&[7, -3, 1])).unwrap(),
-        [1, 2, 0]
-    );
-    assert!(page_order(KeyKind::Int4, &ints(&[1, 2, 1])).is_err());
+    use super::page::page_order;
+    let ints = |v: &[i128]| -> Vec<Key> { v.iter().map(|n| Key::Int(*n)).collect() };
+    assert_eq!(page_order(&ints(&[-3, 1, 7])).unwrap(), [0, 1, 2]);
+    assert_eq!(page_order(&ints(&[7, -3, 1])).unwrap(), [1, 2, 0]);
+    assert!(page_order(&ints(&[1, 2, 1])).is_err());
     let uuids: Vec<_> = [[2u8; 16], [1u8; 16]]
         .iter()
-        .map(|b| (KeyParam::Text(super::sql::uuid_text(b)), Some(*b)))
+        .map(|b| Key::Uuid(*b))
         .collect();
-    assert_eq!(page_order(KeyKind::Uuid, &uuids).unwrap(), [1, 0]);
+    assert_eq!(page_order(&uuids).unwrap(), [1, 0]);
     // Text keys are in the server's collation order, which the client cannot check.
-    let texts = vec![
-        (KeyParam::Text("b".into()), None),
-        (KeyParam::Text("a".into()), None),
-    ];
-    assert_eq!(page_order(KeyKind::Text, &texts).unwrap(), [0, 1]);
+    let texts = vec![Key::Text("b".into()), Key::Text("a".into())];
+    assert_eq!(page_order(&texts).unwrap(), [0, 1]);
 }

@@ -18,7 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::config::ROOTCERT_BYTES_MAX;
+use super::connect::ROOTCERT_BYTES_MAX;
 
 /// The connector tokio-postgres uses for every connection of the source.
 pub(crate) fn connector(

@@ -351,6 +351,19 @@ fn mcp_sends_the_same_arguments_on_every_page_and_records_the_server() -> TestRe
         spec.ends_with("args.mcp.json#server=paged-test-server 9.9.1"),
         "{spec}"
     );
+    // And `receipt` and `runs` show it.
+    let shown = bin(dir.path(), &["receipt", "run-1"], &[]);
+    assert!(
+        shown.stdout.contains("mcp server: paged-test-server 9.9.1"),
+        "{}",
+        shown.stdout
+    );
+    let listed = bin(dir.path(), &["runs"], &[]);
+    assert!(
+        listed.stdout.contains("MCP SERVER") && listed.stdout.contains("paged-test-server 9.9.1"),
+        "{}",
+        listed.stdout
+    );
     // A run stopped at a budget resumes from the recorded spec (the provenance is not part
     // of the path) and continues from its stored cursor with a fresh server.
     std::fs::remove_file(&log)?;
@@ -471,13 +484,35 @@ fn mcp_tools_list_is_followed_over_its_two_pages() -> TestResult {
             receipt["pages_observed"].as_u64(),
             receipt["unique_ids_observed"].as_u64()
         ),
-        (0, Some(2), Some(3)),
+        (0, Some(3), Some(5)),
         "{receipt:#}"
     );
     let ids = bin(dir.path(), &["export", "run-1"], &[]);
     let mut names: Vec<&str> = ids.stdout.lines().collect();
     names.sort_unstable();
-    assert_eq!(names, ["echo", "search_items", "whoami"]);
+    assert_eq!(
+        names,
+        ["add_tool", "echo", "json_tickets", "search_items", "whoami"]
+    );
+    // A list the server does not have fails at once, saying so (it was a server error,
+    // retried, then an incomplete read).
+    let scenario = json!({"routes": {}, "no_prompts": true});
+    let sc = util::write(dir.path(), "np.scenario.json", &scenario.to_string());
+    let cfg = json!({"command": ["python3", super::peers().join("paged_server.py").to_string_lossy(), sc], "list": "prompts"});
+    util::write(dir.path(), "np.json", &cfg.to_string());
+    let r = scan(
+        dir.path(),
+        "np",
+        &json!({"source": "prompts", "id_codec": "string", "limits": {"retries": 3}}),
+        "mcp:np.json",
+        &[],
+    );
+    assert_eq!(r.exit, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the MCP server has no prompts/list"),
+        "{}",
+        r.stderr
+    );
     // The list's IDs are names: another codec is refused before the server is started.
     let r = scan(
         dir.path(),

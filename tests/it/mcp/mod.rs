@@ -8,7 +8,12 @@
 //!   HTTP (revoked access, a result over the bound, `resources/list`);
 //! - `server`, `proxy`: our server and proxy driven by the Python SDK's client over stdio and
 //!   streamable HTTP;
-//! - `conformance`: the official conformance suite against `scanledger mcp --http`.
+//! - `surface`: the proxy as a drop-in — every list whole, the surface passed through,
+//!   sampling, progress, list changes — in front of the Python SDK's servers and of
+//!   `@modelcontextprotocol/server-everything`;
+//! - `oversized`: a request over the message bound gets an error naming it;
+//! - `conformance`: the official conformance suite against `scanledger mcp --http`, and
+//!   against upstreams directly and through the proxy.
 //!
 //! A test that needs Python's `mcp` (or npx) says "SKIPPED" loudly when it is missing, and
 //! fails when CI is set.
@@ -25,9 +30,11 @@ use crate::util;
 
 mod client;
 mod conformance;
+mod oversized;
 mod proxy;
 mod rmcp_peer;
 mod server;
+mod surface;
 
 /// The peers' folder.
 pub(crate) fn peers() -> PathBuf {

@@ -42,7 +42,7 @@ fn proxy_config(dir: &Path, store: bool) -> String {
         "paginated": {"search_items": {
             "cursor_arg": "cursor", "page_size_arg": "page_size", "items": "/items", "next": "/next",
             "query": "/query", "keep_items": true,
-            "contract": {"page_size": 2, "limits": {"retries": 1, "page_timeout_ms": 10000}}}},
+            "contract": {"page_size": 2, "id_codec": "int", "limits": {"retries": 1, "page_timeout_ms": 10000}}}},
     });
     if store {
         cfg["store"] = json!("proxy.redb");

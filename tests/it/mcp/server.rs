@@ -16,6 +16,15 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// Runs drive.py with `script` against `target` (`["stdio", "--", PROGRAM, ARGS...]` or
 /// `["http", URL]`); returns its JSON lines.
 pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
+    drive_with_stderr(dir, script, target).0
+}
+
+/// [`drive`], with what drive.py and the server it started wrote to stderr.
+pub(crate) fn drive_with_stderr(
+    dir: &Path,
+    script: &Value,
+    target: &[&str],
+) -> (Vec<Value>, String) {
     let sc = util::write(dir, "script.json", &script.to_string());
     let mut args = vec![
         peers().join("drive.py").to_string_lossy().into_owned(),
@@ -36,10 +45,11 @@ pub(crate) fn drive(dir: &Path, script: &Value, target: &[&str]) -> Vec<Value> {
         !stderr.contains("canary"),
         "a secret on the server's stderr:\n{stderr}"
     );
-    stdout
+    let lines = stdout
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+        .collect();
+    (lines, stderr.into_owned())
 }
 
 /// A store directory with two declared sources: `customers` (5 IDs in 2 pages) and `slow`
@@ -94,7 +104,7 @@ fn script() -> Value {
         {"list_tools": true},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"page_size": 3}}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "contract": {"limits": {"max_pages": 1}}}},
-        {"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}},
+        {"tool": "resume_scan", "arguments": {"run_id": "latest", "max_pages": 2}},
         {"tool": "scan_collection", "arguments": {"source": "slow"}, "progress": true},
         {"tool": "scan_collection", "arguments": {"source": "../../etc/passwd"}},
         {"tool": "scan_collection", "arguments": {"source": "customers", "path": "/etc/passwd"}},
@@ -153,7 +163,12 @@ fn check_answers(lines: &[Value]) {
         partial["resume_scan"],
         json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": 2}})
     );
-    // The call the answer gave, made: the same run, now the whole collection.
+    // Or, to reach the end in one go, the budget that fired lifted to the server's bound.
+    assert_eq!(
+        partial["resume_to_end"],
+        json!({"tool": "resume_scan", "arguments": {"run_id": "run-2", "max_pages": scanledger::PAGES_PER_RUN_MAX}})
+    );
+    // The call the answer gave, made (naming the run `latest`): the same run, now whole.
     let resumed = &lines[4]["structured"];
     assert_eq!(
         (
@@ -389,6 +404,165 @@ fn a_cancelled_scan_stops_at_a_page_boundary_and_stays_resumable() -> TestResult
         assert_eq!(
             v["resume_scan"],
             json!({"tool": "resume_scan", "arguments": {"run_id": "run-1"}})
+        );
+        client.cancel().await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
+}
+
+/// Issue 22, finding 4: an agent's `contract.source` rewrote the run's scope. Scanning the
+/// declared source `scratch` (2 IDs) with `{"contract": {"source": "customers"}}` recorded a
+/// verified inventory of `customers` holding scratch's IDs, so a later reader of `customers`
+/// saw a collection of 2 where the declared one has 5. The agent simulated here sends exactly
+/// that call; the declared name must be the scope, and a different `source` refused.
+#[test]
+fn an_agents_contract_source_never_rewrites_the_scope() -> TestResult {
+    if !python_mcp() {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    fixture(dir.path());
+    util::write(
+        dir.path(),
+        "scratch.jsonl",
+        "{\"cursor\": null, \"items\": [1, 2], \"next\": null}\n",
+    );
+    let sources = util::write(
+        dir.path(),
+        "sources.json",
+        &json!({"customers": "replay:pages.jsonl", "scratch": "replay:scratch.jsonl"}).to_string(),
+    );
+    let argv = server_argv(dir.path(), &sources);
+    let mut target = vec!["stdio", "--"];
+    target.extend(argv.iter().map(String::as_str));
+    let lines = drive(
+        dir.path(),
+        &json!([
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": "customers"}}},
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": 7}}},
+            {"tool": "list_runs", "arguments": {}},
+            {"tool": "scan_collection", "arguments": {"source": "scratch", "contract": {"source": "scratch"}}},
+        ]),
+        &target,
+    );
+    for (i, words) in [
+        (
+            1,
+            "contract.source is \"customers\", but the source scanned is \"scratch\"",
+        ),
+        (2, "contract.source is a number"),
+    ] {
+        assert_eq!(lines[i]["is_error"], true, "{}", lines[i]);
+        let error = lines[i]["structured"]["error"].as_str().unwrap();
+        assert!(
+            error.contains(words) && error.contains("the declared name is the run's scope"),
+            "{error}"
+        );
+    }
+    // Nothing was recorded under either name.
+    assert_eq!(lines[3]["structured"]["runs"], json!([]), "{}", lines[3]);
+    // The declared name given again is accepted: the run's scope is scratch.
+    let inv = &lines[4]["structured"];
+    assert_eq!(inv["outcome"], "inventory", "{inv}");
+    assert_eq!(inv["receipt"]["source"], "scratch", "{inv}");
+    Ok(())
+}
+
+/// Issue 23, item 7: the server ran every call on one thread, and a scan held the store for
+/// its whole length, so a `get_receipt` from another caller waited until the scan ended (and
+/// every checkpoint's fsync stalled every other request). Simulated here: a client starts a
+/// 30-page scan that commits after every page, and asks for the receipt of an earlier run
+/// meanwhile: the receipt must come back while the scan is still running.
+#[test]
+fn a_read_is_answered_while_a_slow_scan_commits() -> TestResult {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir()?;
+    fixture(dir.path());
+    let mut long = String::new();
+    for i in 0..30u64 {
+        let cursor = if i == 0 {
+            Value::Null
+        } else {
+            json!(format!("rawcur_{i}"))
+        };
+        let next = if i == 29 {
+            Value::Null
+        } else {
+            json!(format!("rawcur_{}", i + 1))
+        };
+        long.push_str(
+            &json!({"cursor": cursor, "items": [i + 1], "next": next, "delay_ms": 100}).to_string(),
+        );
+        long.push('\n');
+    }
+    util::write(dir.path(), "long.jsonl", &long);
+    let sources = util::write(
+        dir.path(),
+        "sources.json",
+        &json!({"customers": "replay:pages.jsonl", "long": "replay:long.jsonl"}).to_string(),
+    );
+    let argv = server_argv(dir.path(), &sources);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let client = ().serve(TokioChildProcess::new(cmd)?).await?;
+        let call = |name: &str, args: Value| {
+            let mut p = CallToolRequestParams::new(name.to_owned());
+            p.arguments = args.as_object().cloned();
+            ClientRequest::CallToolRequest(CallToolRequest::new(p))
+        };
+        let first = client
+            .peer()
+            .call_tool({
+                let mut p = CallToolRequestParams::new("scan_collection");
+                p.arguments = json!({"source": "customers"}).as_object().cloned();
+                p
+            })
+            .await?;
+        assert_eq!(
+            first.structured_content.unwrap_or_default()["outcome"],
+            "inventory"
+        );
+        let scan = client
+            .peer()
+            .send_cancellable_request(
+                call("scan_collection", json!({"source": "long"})),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let mut scan = Box::pin(scan.await_response());
+        // The scan is under way once its first page is due (100 ms a page, 3 s in all).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let read = client
+            .peer()
+            .call_tool({
+                let mut p = CallToolRequestParams::new("get_receipt");
+                p.arguments = json!({"run_id": "run-1"}).as_object().cloned();
+                p
+            })
+            .await?;
+        let v = read.structured_content.unwrap_or_default();
+        assert_eq!(v["receipt"]["unique_ids_observed"], 5, "{v}");
+        // The read came back and the scan has not: it is still committing its pages.
+        let still_running = futures_util::FutureExt::now_or_never(scan.as_mut()).is_none();
+        assert!(
+            still_running,
+            "the read was answered only after the scan ended"
+        );
+        let done = scan.await?;
+        let rmcp::model::ServerResult::CallToolResult(done) = done else {
+            panic!("not a tool result: {done:?}")
+        };
+        assert_eq!(
+            done.structured_content.unwrap_or_default()["unique_ids"],
+            30
         );
         client.cancel().await?;
         Ok::<_, Box<dyn std::error::Error>>(())

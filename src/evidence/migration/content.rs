@@ -1,0 +1,219 @@
+//! The content half of a comparison (`diff --content`, `migration verify --content`): the
+//! runs' per-partition content accumulators compared leaf by leaf, split into partitions whose
+//! IDs are the same (a differing digest there is a changed record) and partitions whose IDs
+//! differ too (their digests cannot say whether a record changed), and optionally re-read.
+//!
+//! Before any digest is compared, the two sides' content columns are checked where their
+//! source configs still say them: another number of columns, or the same columns in another
+//! order, is an error naming both lists, never "content differs".
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::reread::{reread, RereadOutcome, RereadSources, Side};
+use super::MigrationError;
+use crate::evidence::across::{content_diff, ContentDiff};
+use crate::evidence::lists::Compared;
+use crate::evidence::Renderer;
+use crate::receipt::RANGES_SHOWN_MAX;
+
+/// IDs listed by name (changed IDs, unmatched exclusions) unless every one is asked for.
+pub const IDS_SHOWN_MAX: usize = 100;
+/// Bytes of a source config read for its `content` list.
+const CONFIG_BYTES_MAX: u64 = 1024 * 1024;
+
+/// The content comparison of two runs (docs/REFERENCE.md §8).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ContentReport {
+    /// Whether every leaf's accumulator agrees.
+    pub equal: bool,
+    /// Leaves compared (partitions, or digest buckets for `string` IDs).
+    pub leaves_compared: u64,
+    /// The first leaves whose accumulators differ.
+    pub partitions_differing: Vec<u64>,
+    /// Leaves whose accumulators differ, in all.
+    pub partitions_differing_total: u64,
+    /// Leaves whose content could not be compared by digest because their IDs differ too.
+    pub partitions_uncompared: u64,
+    /// The re-read, with `--reread`.
+    pub reread: Option<RereadReport>,
+}
+
+/// What a re-read found (docs/REFERENCE.md §8).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct RereadReport {
+    /// The partitions re-read.
+    pub partitions: Vec<u64>,
+    /// Records both runs hold whose content differs, in partitions both re-reads reproduced.
+    pub changed_count: u64,
+    /// The first of them, in the new run's original form.
+    pub changed_ids: Vec<serde_json::Value>,
+    /// Partitions a re-read did not reproduce (the source changed since the scan).
+    pub unreproduced: Vec<Unreproduced>,
+    /// Re-reads that did not verify.
+    pub failed: Vec<RereadFailure>,
+    /// Whether the re-read is complete evidence for its partitions.
+    pub exact: bool,
+}
+
+/// A partition a re-read did not reproduce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreproduced {
+    /// Which run's source.
+    pub run: Side,
+    /// The partition.
+    pub partition: u64,
+}
+
+/// A re-read that did not verify.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RereadFailure {
+    /// Which run's source.
+    pub run: Side,
+    /// Why.
+    pub why: String,
+}
+
+/// What the content comparison found, before it is rendered.
+pub(crate) struct Findings {
+    pub cd: ContentDiff,
+    /// Differing leaves whose IDs differ too.
+    pub with_ids: Vec<u64>,
+    /// Differing leaves with the same IDs: a record there changed.
+    pub pure: Vec<u64>,
+    pub reread: Option<RereadOutcome>,
+}
+
+/// The `content` list of a source config (`postgres:`, `mysql:`, `http:`, `mcp:`), if the
+/// recorded file still says one.
+fn content_columns(spec: &str) -> Option<Vec<String>> {
+    let (_, path) = spec.split_once(':')?;
+    let path = path.split('#').next()?;
+    let text = crate::io_bound::read_text(Path::new(path), CONFIG_BYTES_MAX).ok()?;
+    let v = crate::json::parse(&text, crate::json::Numbers::Any).ok()?;
+    v.get("content")?
+        .as_array()?
+        .iter()
+        .map(|c| c.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Refuses two runs whose content columns cannot be compared: another number of columns, or
+/// the same columns in another order (where both source configs still say them).
+pub(crate) fn check_columns(cmp: &Compared<'_, '_>) -> Result<(), MigrationError> {
+    let of = |h: &crate::store::RunHeader| h.source_spec.as_deref().and_then(content_columns);
+    let (Some(old), Some(new)) = (of(&cmp.old), of(&cmp.new)) else {
+        return Ok(());
+    };
+    let mut a = old.clone();
+    let mut b = new.clone();
+    a.sort_unstable();
+    b.sort_unstable();
+    if old.len() != new.len() || (a == b && old != new) {
+        return Err(MigrationError::ContentColumns {
+            old_run: cmp.old.run_id,
+            old,
+            new_run: cmp.new.run_id,
+            new,
+        });
+    }
+    Ok(())
+}
+
+/// Compares the content accumulators of the two runs, then re-reads the differing leaves when
+/// asked. `id_parts` are the partitions whose IDs differ (ascending).
+pub(crate) fn compare(
+    cmp: &Compared<'_, '_>,
+    id_parts: &[u64],
+    reread_from: Option<&RereadSources>,
+) -> Result<Findings, MigrationError> {
+    check_columns(cmp)?;
+    let (old_at, new_at) = cmp.at();
+    let cd = content_diff(old_at.snap, cmp.old.run_id, new_at.snap, cmp.new.run_id)?;
+    let leaves = &cd.leaves_differing;
+    let ints = cmp.old.contract.id_codec == crate::contract::IdCodecKind::Int;
+    let (with_ids, pure): (Vec<u64>, Vec<u64>) = if ints {
+        leaves
+            .iter()
+            .partition(|p| id_parts.binary_search(p).is_ok())
+    } else if id_parts.is_empty() {
+        // Digest buckets are not partitions of IDs: only equal ID sets make them comparable.
+        (Vec::new(), leaves.clone())
+    } else {
+        (leaves.clone(), Vec::new())
+    };
+    let both = cd.old_has_content && cd.new_has_content;
+    let reread = match reread_from {
+        Some(sources) if both && !leaves.is_empty() => Some(reread(cmp, leaves, sources)?),
+        Some(sources) if both => Some(reread(cmp, &[], sources)?),
+        _ => None,
+    };
+    Ok(Findings {
+        cd,
+        with_ids,
+        pure,
+        reread,
+    })
+}
+
+impl Findings {
+    /// The report, with the changed IDs (less `less`) rendered in the new run's form.
+    pub(crate) fn report(
+        &self,
+        cmp: &Compared<'_, '_>,
+        less: &crate::idset::IdSet,
+        all: bool,
+    ) -> Result<ContentReport, crate::store::ReadError> {
+        let leaves = &self.cd.leaves_differing;
+        let cap = if all { usize::MAX } else { RANGES_SHOWN_MAX };
+        let reread = match &self.reread {
+            None => None,
+            Some(r) => Some(reread_report(cmp, r, less, all)?),
+        };
+        Ok(ContentReport {
+            equal: leaves.is_empty(),
+            leaves_compared: self.cd.leaves_compared,
+            partitions_differing: leaves.iter().take(cap).copied().collect(),
+            partitions_differing_total: leaves.len() as u64,
+            partitions_uncompared: self.with_ids.len() as u64,
+            reread,
+        })
+    }
+}
+
+fn reread_report(
+    cmp: &Compared<'_, '_>,
+    r: &RereadOutcome,
+    less: &crate::idset::IdSet,
+    all: bool,
+) -> Result<RereadReport, crate::store::ReadError> {
+    let changed = r.changed.difference(less);
+    let cap = if all { usize::MAX } else { IDS_SHOWN_MAX };
+    let (_, new_at) = cmp.at();
+    let rn = Renderer::for_ids(new_at.snap, &cmp.new, changed.iter().take(cap))?;
+    Ok(RereadReport {
+        partitions: r.partitions.clone(),
+        changed_count: changed.len(),
+        changed_ids: changed.iter().take(cap).map(|id| rn.json(id)).collect(),
+        unreproduced: r
+            .unreproduced
+            .iter()
+            .map(|(run, partition)| Unreproduced {
+                run: *run,
+                partition: *partition,
+            })
+            .collect(),
+        failed: r
+            .failed
+            .iter()
+            .map(|(run, why)| RereadFailure {
+                run: *run,
+                why: why.clone(),
+            })
+            .collect(),
+        exact: r.is_exact(),
+    })
+}

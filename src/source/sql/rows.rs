@@ -1,0 +1,269 @@
+//! A page's rows on their way to becoming items: each row's key, labels and content digest,
+//! the page's end, and the checks every page makes of its keys.
+//!
+//! A dialect feeds rows in the order the server sent them; this module decides what each row
+//! is: the previous page's last key read again (a page after a key reads from `key >= bound`,
+//! so a row equal to the bound under the order is seen, never skipped), an item, or the row
+//! past the page that says another page exists. Pure: no IO.
+//!
+//! Invariants, each an `invalid_page` (R16) when broken, never a silently skipped row:
+//! - after a key, at most one row is equal to it under the page order, and that row is the
+//!   first and holds exactly the key (the server counts equality, so a collation that calls
+//!   `a` and `A` equal is caught however the client would compare them);
+//! - integer and uuid keys strictly increase through the page, from the bound on (the client
+//!   knows their order);
+//! - a page holds at most `page_size` items and `PAGE_SIZE_BYTES_MAX` bytes.
+
+use std::cmp::Ordering;
+
+use super::key::{Key, KeyType};
+use crate::content::{ContentValue, RecordHasher};
+use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
+
+/// The rows of one page statement.
+pub(crate) struct PageRows<'a> {
+    page_size: usize,
+    key_type: KeyType,
+    bound: Option<&'a Key>,
+    labels: &'a [(String, String)],
+    content: &'a [String],
+    hasher: &'a mut RecordHasher,
+    items: Vec<Item>,
+    /// Rows fed so far.
+    rows: usize,
+    /// The first row holds exactly the bound.
+    first_is_bound: bool,
+    /// Rows equal to the bound under the page order, as the server said.
+    equal_to_bound: u64,
+    /// The previous row's key, where the client knows the order.
+    previous: Option<Key>,
+    size_bytes: u64,
+    more: bool,
+}
+
+/// What a fed row is.
+pub(crate) enum Fed<'r, 'a> {
+    /// An item: give its labels and content values, then [`Row::end`].
+    Item(Row<'r, 'a>),
+    /// The previous page's last key, read again: not an item.
+    Bound,
+    /// The row past the page: another page exists; stop reading.
+    Past,
+}
+
+/// One item being built.
+pub(crate) struct Row<'r, 'a> {
+    rows: &'r mut PageRows<'a>,
+    key: Key,
+    labels: Vec<String>,
+    values: usize,
+}
+
+/// A finished page.
+#[derive(Debug)]
+pub(crate) struct Built {
+    /// At most `page_size` items, in key order.
+    pub(crate) items: Vec<Item>,
+    /// A row past the page exists.
+    pub(crate) more: bool,
+    /// Bytes of the values read.
+    pub(crate) size_bytes: u64,
+}
+
+impl<'a> PageRows<'a> {
+    /// The rows of a page of at most `page_size` items after `bound` (or the first page).
+    pub(crate) fn new(
+        page_size: usize,
+        key_type: KeyType,
+        bound: Option<&'a Key>,
+        labels: &'a [(String, String)],
+        content: &'a [String],
+        hasher: &'a mut RecordHasher,
+    ) -> PageRows<'a> {
+        PageRows {
+            page_size,
+            key_type,
+            bound,
+            labels,
+            content,
+            hasher,
+            items: Vec::with_capacity(page_size.min(4096)),
+            rows: 0,
+            first_is_bound: false,
+            equal_to_bound: 0,
+            previous: bound.cloned().filter(|b| b.client_cmp(b).is_some()),
+            size_bytes: 0,
+            more: false,
+        }
+    }
+
+    /// The rows the statement may return: the page, one past it, and the bound's own row.
+    pub(crate) fn limit(page_size: u32, after: bool) -> i128 {
+        i128::from(page_size) + 1 + i128::from(after)
+    }
+
+    /// The most rows a page statement returns (for a dialect that bounds what it decodes).
+    pub(crate) fn rows_max(&self) -> usize {
+        self.page_size
+            .saturating_add(1)
+            .saturating_add(usize::from(self.bound.is_some()))
+    }
+
+    /// How many labels each row carries.
+    pub(crate) fn labels(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The key column's type.
+    pub(crate) fn key_type(&self) -> KeyType {
+        self.key_type
+    }
+
+    /// Counts `n` bytes of values read.
+    ///
+    /// # Errors
+    /// The page is larger than `PAGE_SIZE_BYTES_MAX`.
+    pub(crate) fn add_bytes(&mut self, n: u64) -> Result<(), String> {
+        self.size_bytes = self.size_bytes.saturating_add(n);
+        if self.size_bytes > PAGE_SIZE_BYTES_MAX {
+            return Err(format!(
+                "a page of more than {PAGE_SIZE_BYTES_MAX} bytes ({} rows read); lower page_size",
+                self.rows
+            ));
+        }
+        Ok(())
+    }
+
+    /// The server's count of the page's rows equal to the bound under the page order (a
+    /// dialect that reads it as one figure, instead of `equal` on each row).
+    pub(crate) fn set_equal_to_bound(&mut self, n: u64) {
+        self.equal_to_bound = n;
+    }
+
+    /// The next row: its key, and whether the server found it equal to the bound under the
+    /// page order.
+    ///
+    /// # Errors
+    /// The keys do not strictly increase where the client can tell.
+    pub(crate) fn row(&mut self, key: Key, equal: bool) -> Result<Fed<'_, 'a>, String> {
+        let first = self.rows == 0;
+        self.rows = self.rows.saturating_add(1);
+        self.equal_to_bound = self.equal_to_bound.saturating_add(u64::from(equal));
+        if first && self.bound == Some(&key) {
+            self.first_is_bound = true;
+            return Ok(Fed::Bound);
+        }
+        if let Some(previous) = &self.previous {
+            if key.client_cmp(previous) != Some(Ordering::Greater) {
+                return Err(format!(
+                    "key {} follows key {}: the keys do not strictly increase in the page order",
+                    key.shown(),
+                    previous.shown()
+                ));
+            }
+        }
+        if self.items.len() >= self.page_size {
+            self.more = true;
+            return Ok(Fed::Past);
+        }
+        if key.client_cmp(&key).is_some() {
+            self.previous = Some(key.clone());
+        }
+        if !self.content.is_empty() {
+            self.hasher
+                .begin_record(self.content.len())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(Fed::Item(Row {
+            rows: self,
+            key,
+            labels: Vec::new(),
+            values: 0,
+        }))
+    }
+
+    /// The page, once every row was fed.
+    ///
+    /// # Errors
+    /// A row other than the bound's own is equal to the bound under the page order: the key
+    /// is not unique under the order the pages are read in, and a keyset scan would skip it.
+    pub(crate) fn finish(self) -> Result<Built, String> {
+        if let Some(bound) = self.bound {
+            let ok = match self.equal_to_bound {
+                0 => !self.first_is_bound,
+                1 => self.first_is_bound,
+                _ => false,
+            };
+            if !ok {
+                let others = self
+                    .equal_to_bound
+                    .saturating_sub(u64::from(self.first_is_bound));
+                return Err(format!(
+                    "{others} row(s) after key {} (the previous page's last) are equal to it in the order the pages are read in: \
+                     the key is not unique under that order, so keyset pages would skip rows",
+                    bound.shown()
+                ));
+            }
+        }
+        Ok(Built {
+            items: self.items,
+            more: self.more,
+            size_bytes: self.size_bytes,
+        })
+    }
+}
+
+impl Row<'_, '_> {
+    /// Label `j` of the config is set on this row, or not.
+    pub(crate) fn label(&mut self, j: usize, set: bool) {
+        if set {
+            if let Some((name, _)) = self.rows.labels.get(j) {
+                self.labels.push(name.clone());
+            }
+        }
+    }
+
+    /// The next content value of the row.
+    ///
+    /// # Errors
+    /// The value cannot be hashed (say where with [`Row::problem`]).
+    pub(crate) fn value(&mut self, v: &ContentValue<'_>) -> Result<(), String> {
+        self.values = self.values.saturating_add(1);
+        self.rows.hasher.add_value(v).map_err(|e| e.to_string())
+    }
+
+    /// A message about content column `i` of this row.
+    pub(crate) fn problem(&self, i: usize, problem: &str) -> String {
+        let name = self.rows.content.get(i).map_or("?", String::as_str);
+        format!(
+            "row with key {}: content column {name:?}: {problem}",
+            self.key.shown()
+        )
+    }
+
+    /// The item is complete.
+    ///
+    /// # Errors
+    /// Fewer content values were given than the config names.
+    pub(crate) fn end(self) -> Result<(), String> {
+        let content = if self.rows.content.is_empty() {
+            None
+        } else {
+            if self.values != self.rows.content.len() {
+                return Err(format!(
+                    "row with key {}: {} content values where {} were expected",
+                    self.key.shown(),
+                    self.values,
+                    self.rows.content.len()
+                ));
+            }
+            Some(self.rows.hasher.record_digest())
+        };
+        self.rows.items.push(Item {
+            id: self.key.into_raw_id(),
+            labels: self.labels,
+            content,
+        });
+        Ok(())
+    }
+}
