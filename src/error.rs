@@ -3,6 +3,9 @@
 //! `ContractError` is the contract's, `FileError` (no longer here) the bounded reader's,
 //! `SourceError` the sources', and the crate-level `Error` the collector's.
 
+// Each re-export is used only under the features whose code still names it here.
+#![allow(unused_imports)]
+
 pub(crate) use crate::collect::Error;
 pub(crate) use crate::contract::ContractError;
 #[cfg(any(

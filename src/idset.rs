@@ -159,6 +159,18 @@ impl IdSet {
         out
     }
 
+    /// Checks one partition's invariants (kept only when not empty, every bit within the
+    /// partition's width): what changing that partition can break.
+    ///
+    /// # Panics
+    /// If an invariant does not hold.
+    pub fn check_partition(&self, p: u64) {
+        if let Some(b) = self.parts.get(&p) {
+            assert!(!b.is_empty(), "empty partition {p} kept");
+            assert!(b.max().is_some_and(|m| u64::from(m) < PARTITION_WIDTH));
+        }
+    }
+
     /// Checks the invariants; for tests and fuzzing.
     ///
     /// # Panics

@@ -216,6 +216,11 @@ impl Reconciler {
             .map(|h| cursor_key(&h))
             .collect();
         r.progress = progress;
+        // The store checks what it decodes; a restored run that breaks an invariant is a bug
+        // of the store's or of the run that wrote it, caught here in debug builds and tests.
+        if cfg!(debug_assertions) {
+            r.check_invariants();
+        }
         r
     }
 
@@ -493,19 +498,14 @@ impl Reconciler {
         self.progress.next.as_ref()
     }
 
-    /// Checks the invariants; for tests and fuzzing.
+    /// Checks the invariants: every one, over every ID (O(IDs)). `restore` runs it in debug
+    /// builds and tests, `observe` runs [`Reconciler::check_step`] (the part one page can
+    /// break), and the fuzz targets run it after every step.
     ///
     /// # Panics
     /// If an invariant does not hold.
     pub fn check_invariants(&self) {
-        let p = &self.progress;
         self.ids.check_invariants();
-        assert_eq!(
-            p.records_observed,
-            self.ids.len() + p.duplicate_ids,
-            "records = unique + duplicates"
-        );
-        assert_eq!(self.labels.len(), p.label_names.len());
         for l in &self.labels {
             l.check_invariants();
             assert!(
@@ -513,6 +513,47 @@ impl Reconciler {
                 "a label holds an unseen ID"
             );
         }
+        self.check_progress();
+    }
+
+    /// The invariants one observed page can break, in O(1) plus the partitions it touched:
+    /// the counts, the status against the evidence, and every partition of the ID and label
+    /// sets the page changed. `observe` runs it in debug builds and tests.
+    ///
+    /// # Panics
+    /// If an invariant does not hold.
+    pub fn check_step(&self, delta: &Delta) {
+        for part in &delta.partitions {
+            self.ids.check_partition(*part);
+        }
+        for (label, part) in &delta.label_partitions {
+            let Some(l) = usize::try_from(*label)
+                .ok()
+                .and_then(|i| self.labels.get(i))
+            else {
+                panic!("a delta names label {label}, which the run does not have");
+            };
+            l.check_partition(*part);
+            if let Some(bits) = l.partition(*part) {
+                let ids = self.ids.partition(*part);
+                assert!(
+                    ids.is_some_and(|ids| bits.is_subset(ids)),
+                    "a label holds an unseen ID in partition {part}"
+                );
+            }
+        }
+        self.check_progress();
+    }
+
+    /// The progress's invariants (O(1)).
+    fn check_progress(&self) {
+        let p = &self.progress;
+        assert_eq!(
+            p.records_observed,
+            self.ids.len() + p.duplicate_ids,
+            "records = unique + duplicates"
+        );
+        assert_eq!(self.labels.len(), p.label_names.len());
         if self.status() == Status::Verified {
             assert!(p.terminal_observed);
             assert!(p.limits_hit.is_empty());

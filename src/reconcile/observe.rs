@@ -56,6 +56,11 @@ impl Reconciler {
         // Every string interned, even for a page refused half-way, goes to the store, so the
         // dictionary's IDs stay dense.
         delta.interned = self.codec.interner().since(interned_before);
+        // What this page could break, checked in debug builds and tests (release keeps the
+        // cost off the hot path; the fuzz targets check everything after every step).
+        if cfg!(debug_assertions) {
+            self.check_step(&delta);
+        }
         Observation { step, delta }
     }
 

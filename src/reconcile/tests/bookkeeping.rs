@@ -196,3 +196,32 @@ fn limits_are_taken_from_the_contract() {
         .collect();
     check(&c, &events, Status::Verified, &[]);
 }
+
+/// `check_invariants` ran only in tests and fuzzing, so a restored run whose counts disagree
+/// with its ID set (a store bug) went on silently. In debug builds and tests, `restore` now
+/// checks every invariant and `observe` the part one page can break.
+#[test]
+fn a_restored_run_that_breaks_an_invariant_is_caught_in_debug_builds() {
+    let contract = Contract::new("s");
+    let mut r = Reconciler::new(&contract);
+    let _ = r.observe(&Page::new(vec![Item::int(1), Item::int(2)]).with_next("x"));
+    let mut progress = r.progress().clone();
+    let ids = r.ids().clone();
+    let codec = crate::codec::IdCodec::new(contract.id_codec, None);
+    // As kept: restores.
+    let ok = Reconciler::restore(
+        &contract,
+        progress.clone(),
+        ids.clone(),
+        Vec::new(),
+        [],
+        codec.clone(),
+    );
+    assert_eq!(ok.ids().len(), 2);
+    // Three records counted over two unique IDs and no duplicate: a broken store.
+    progress.records_observed = 3;
+    let broken = std::panic::catch_unwind(move || {
+        Reconciler::restore(&contract, progress, ids, Vec::new(), [], codec)
+    });
+    assert_eq!(broken.is_err(), cfg!(debug_assertions));
+}
