@@ -9,7 +9,9 @@
 //! begin a second one, so a runner's retry is safe.
 
 use std::path::{Path, PathBuf};
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "postgres")]
 use std::time::{Duration, Instant};
 
 use scanledger::shard::{self, Plan, ShardStore, Split};
@@ -33,11 +35,14 @@ pub(crate) const SHARD_ENV: [(&str, &str); 3] = [
 pub(crate) const RELEASE_FILE: &str = "release";
 
 /// Set by Ctrl-C while a coordinator holds its snapshot.
+#[cfg(feature = "postgres")]
 static RELEASE: AtomicBool = AtomicBool::new(false);
 
 /// How often the coordinator checks its snapshot and the release file.
+#[cfg(feature = "postgres")]
 const HOLD_POLL: Duration = Duration::from_millis(250);
 /// How often it runs a statement in the held transaction.
+#[cfg(feature = "postgres")]
 const HOLD_PING: Duration = Duration::from_secs(15);
 
 /// The arguments of `plan`.
@@ -226,7 +231,8 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     }
     #[cfg(not(feature = "postgres"))]
     {
-        let _ = (snapshot, source);
+        // Only a PostgreSQL snapshot can be held (a build without the feature plans none).
+        let _ = (snapshot, source, release, args.hold_timeout_seconds);
         Ok(0)
     }
 }

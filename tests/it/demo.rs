@@ -1,6 +1,7 @@
-//! The README's main job, `scripts/demo.sh`, end to end with the debug binary
-//! (`SCANLEDGER_BIN`), its output going into pipes as in a CI log: it must finish, name the
-//! folder it kept, write the report, and write no escape code.
+//! The README's main job, `scripts/demo.sh`, end to end with the debug binary found on `PATH`
+//! (its prebuilt path: a `scanledger` of this checkout's version is used, nothing is built),
+//! its output going into pipes as in a CI log: it must say first which binary it runs, finish,
+//! name the folder it kept, write the report, and write no escape code.
 
 use std::path::Path;
 use std::process::Command;
@@ -12,10 +13,17 @@ fn the_demo_runs_end_to_end_and_writes_no_escape_code_into_a_pipe() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("demo");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // `scanledger` on PATH: the debug binary, under its own name.
+    let bin_dir = tmp.path().join("bin");
+    std::fs::create_dir(&bin_dir).expect("bin dir");
+    std::os::unix::fs::symlink(util::bin(), bin_dir.join("scanledger")).expect("link");
+    let mut path = vec![bin_dir.clone()];
+    path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     let out = Command::new("bash")
         .arg(root.join("scripts/demo.sh"))
         .arg(&dir)
-        .env("SCANLEDGER_BIN", util::bin())
+        .env("PATH", std::env::join_paths(path).expect("PATH"))
+        .env_remove("SCANLEDGER_BIN")
         // Colour is decided by the pipe alone here.
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
@@ -32,6 +40,16 @@ fn the_demo_runs_end_to_end_and_writes_no_escape_code_into_a_pipe() {
             "the demo wrote an escape code into its {name} pipe: {text:?}"
         );
     }
+    // Its first line says which binary runs, and that nothing is built.
+    assert!(
+        stdout.starts_with(&format!(
+            "\n== The binary: {} (on PATH, scanledger {};",
+            bin_dir.join("scanledger").display(),
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("cargo build"), "{stdout}");
     let kept = std::fs::canonicalize(&dir).expect("the demo made its folder");
     assert!(
         stdout.contains(&format!("== Kept in {}", kept.display())),
