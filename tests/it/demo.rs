@@ -18,7 +18,9 @@ fn the_demo_runs_end_to_end_and_writes_no_escape_code_into_a_pipe() {
     std::fs::create_dir(&bin_dir).expect("bin dir");
     std::os::unix::fs::symlink(util::bin(), bin_dir.join("scanledger")).expect("link");
     let mut path = vec![bin_dir.clone()];
-    path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     let out = Command::new("bash")
         .arg(root.join("scripts/demo.sh"))
         .arg(&dir)
