@@ -9,11 +9,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::codec::IdCodec;
 use crate::digest;
-use crate::idset::IdSet;
 use crate::receipt::RunId;
-use crate::reconcile::{ConclusionScope, Reconciler, Status};
+use crate::reconcile::{ConclusionScope, Status};
 use crate::store::{ReadError, RunHeader, Snapshot};
 
 /// A run's identity in a comparison's report: which store and run, its scope and snapshot, its
@@ -62,10 +60,8 @@ pub fn run_side(
     let record = snap.record(run)?;
     let progress = record.progress;
     let chain = digest::display(&progress.chain);
-    let labels = vec![IdSet::new(); progress.label_names.len()];
-    let codec = IdCodec::new(header.contract.id_codec, header.id_prefix.clone());
     // The status and conclusion follow from the progress alone: no ID is needed.
-    let rec = Reconciler::restore(&header.contract, progress, IdSet::new(), labels, [], codec);
+    let (coverage_status, conclusion_scope) = (progress.status(), progress.conclusion_scope());
     let merkle_root = match header.merkle_root {
         Some(root) => digest::display(&root),
         // A run that has not finished has no stored root: its receipt computes one.
@@ -79,8 +75,8 @@ pub fn run_side(
         tenant: header.contract.scope.tenant.clone(),
         snapshot_id: header.snapshot_id.clone(),
         state: header.state.as_str().to_owned(),
-        coverage_status: rec.status(),
-        conclusion_scope: rec.conclusion_scope(),
+        coverage_status,
+        conclusion_scope,
         unique_ids_observed: header.unique_ids_observed,
         query_digest: digest::query_digest(&header.contract.scope),
         cursor_chain_digest: chain,

@@ -88,6 +88,44 @@ pub struct Progress {
     pub echoed_total: Option<u64>,
 }
 
+impl Progress {
+    /// The status a run with this progress has: the worst status any violation forces;
+    /// `unknown` while unfinished or without a terminal page; `verified` only after the end
+    /// signal with no violation. It needs no ID: a report that reads only the progress (a
+    /// run's side of a comparison) judges exactly as the reconciler does.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        let worst = self
+            .violations
+            .iter()
+            .map(|v| v.kind.status())
+            .max()
+            .unwrap_or(Status::Verified)
+            .max(self.violations_dropped_worst.unwrap_or(Status::Verified));
+        if worst == Status::Failed {
+            return Status::Failed;
+        }
+        if !self.terminal_observed || !self.finished {
+            return Status::Unknown;
+        }
+        worst
+    }
+
+    /// What a receipt of this progress may conclude: all records of the snapshot, all live
+    /// records, or nothing.
+    #[must_use]
+    pub fn conclusion_scope(&self) -> ConclusionScope {
+        if self.status() != Status::Verified {
+            return ConclusionScope::None;
+        }
+        if self.pinned_snapshot.is_some() && !self.spliced && !self.high_water_unconfirmed {
+            ConclusionScope::AllRecordsInSnapshot
+        } else {
+            ConclusionScope::AllRecordsLive
+        }
+    }
+}
+
 /// The settings of the reconciler, taken from the contract.
 #[derive(Debug, Clone)]
 struct Settings {
@@ -406,39 +444,13 @@ impl Reconciler {
     /// without a terminal page; `verified` only after the end signal with no violation.
     #[must_use]
     pub fn status(&self) -> Status {
-        let worst = self
-            .progress
-            .violations
-            .iter()
-            .map(|v| v.kind.status())
-            .max()
-            .unwrap_or(Status::Verified)
-            .max(
-                self.progress
-                    .violations_dropped_worst
-                    .unwrap_or(Status::Verified),
-            );
-        if worst == Status::Failed {
-            return Status::Failed;
-        }
-        if !self.progress.terminal_observed || !self.progress.finished {
-            return Status::Unknown;
-        }
-        worst
+        self.progress.status()
     }
 
     /// What a receipt may conclude: all records of the snapshot, all live records, or nothing.
     #[must_use]
     pub fn conclusion_scope(&self) -> ConclusionScope {
-        if self.status() != Status::Verified {
-            return ConclusionScope::None;
-        }
-        let p = &self.progress;
-        if p.pinned_snapshot.is_some() && !p.spliced && !p.high_water_unconfirmed {
-            ConclusionScope::AllRecordsInSnapshot
-        } else {
-            ConclusionScope::AllRecordsLive
-        }
+        self.progress.conclusion_scope()
     }
 
     /// The unique IDs observed.

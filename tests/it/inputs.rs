@@ -191,7 +191,7 @@ fn source_configs_from_a_fifo_are_read_once() -> TestResult {
         let (code, out, err) = scan_source_memory_bounded(tmp.path(), &contract, &spec);
         writer.join().unwrap()?;
         assert_eq!(code, 2, "{kind}: {out}{err}");
-        assert!(err.contains(&format!("{kind}.fifo: ")), "{kind}: {err}");
+        assert!(err.contains(&format!("{kind}.fifo")), "{kind}: {err}");
         let key = if kind == "http" { "url" } else { "dsn" };
         assert!(err.contains(&format!("\\\"{key}\\\"")), "{kind}: {err}");
     }

@@ -311,8 +311,8 @@ fn count_mode_asks_the_server_count_and_otherwise_traverses_fully() {
     // A source with an authorized server-side count: asked, no traversal, no coverage claim.
     let (code, r, _) = env.json(&["scan", "--contract", &c, "--source", "sim:records=5000"]);
     assert_eq!(
-        code, 0,
-        "count mode answered by the server is a successful command"
+        code, 3,
+        "a server's count is no traversal: unknown, its total in count_total"
     );
     assert_eq!(r["count_total"], 5000);
     assert_eq!(r["pages_observed"], 0);

@@ -1,4 +1,4 @@
-//! What a shard checks and what the merge checks (issue 22, finding 3).
+//! What a shard checks and what the merge checks.
 //!
 //! The bug: `plan` copied the contract's `expected_count` and `expected_partitions` into every
 //! shard's contract, so each shard held the whole collection's figures against its slice: on a

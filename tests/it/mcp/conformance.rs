@@ -230,7 +230,7 @@ const TRANSPORT: &[&str] = &[
     "server-sse-multiple-streams",
 ];
 
-/// Issue 25: the proxy is a drop-in, as the official suite measures it. Every server scenario
+/// The proxy is a drop-in, as the official suite measures it. Every server scenario
 /// is run against an upstream directly and through `scanledger mcp proxy --http` in front of
 /// it; a scenario that passes directly must pass through the proxy, and one that passes only
 /// through the proxy must be about the proxy's own transport. The pass sets are printed

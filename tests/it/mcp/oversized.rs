@@ -1,4 +1,4 @@
-//! Issue 22, finding 5: an MCP request over the message bound got no answer. Over stdio rmcp
+//! An MCP request over the message bound got no answer. Over stdio rmcp
 //! dropped a 20 MiB line with a log line and the caller waited forever; over streamable HTTP
 //! the answer was a plain-text 413 that no client can match to its request. These tests send
 //! such a request as a client would — over stdio with its `id` after the 20 MiB of

@@ -420,7 +420,7 @@ fn a_cancelled_scan_stops_at_a_page_boundary_and_stays_resumable() -> TestResult
     Ok(())
 }
 
-/// Issue 22, finding 4: an agent's `contract.source` rewrote the run's scope. Scanning the
+/// An agent's `contract.source` rewrote the run's scope. Scanning the
 /// declared source `scratch` (2 IDs) with `{"contract": {"source": "customers"}}` recorded a
 /// verified inventory of `customers` holding scratch's IDs, so a later reader of `customers`
 /// saw a collection of 2 where the declared one has 5. The agent simulated here sends exactly
@@ -478,7 +478,7 @@ fn an_agents_contract_source_never_rewrites_the_scope() -> TestResult {
     Ok(())
 }
 
-/// Issue 23, item 7: the server ran every call on one thread, and a scan held the store for
+/// The server ran every call on one thread, and a scan held the store for
 /// its whole length, so a `get_receipt` from another caller waited until the scan ended (and
 /// every checkpoint's fsync stalled every other request). Simulated here: a client starts a
 /// 30-page scan that commits after every page, and asks for the receipt of an earlier run

@@ -1,9 +1,9 @@
-//! `scanledger mcp proxy` as a drop-in for its upstream (issue 25), driven by the Python SDK's
+//! `scanledger mcp proxy` as a drop-in for its upstream, driven by the Python SDK's
 //! client (`tests/peers/drive.py`) over stdio, in front of real servers: the Python SDK's
 //! `MCPServer` (`paged_server.py`), the conformance fixtures (`conformance_server.py`) and the
 //! npm package `@modelcontextprotocol/server-everything`.
 //!
-//! Before issue 25 the proxy answered only tools: a client behind it got `-32601` for
+//! Before this round the proxy answered only tools: a client behind it got `-32601` for
 //! `resources/list`, no prompts, no templates, no reads, no sampling; and a client that asks
 //! for a list once (many do) got the first page only when talking to the upstream directly.
 

@@ -130,7 +130,7 @@ fn count_mode_asks_the_server_for_a_count() {
     let src = env.source("my.json", &t, "id", r#""where": "grp = 3""#);
     let c = env.file("c.json", r#"{"source": "customers", "mode": "count"}"#);
     let (code, r, err) = env.json(&["scan", "--contract", &c, "--source", &src]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 3, "a server count is unknown coverage: {err}");
     assert_eq!(r["count_total"], 100);
     assert_eq!(r["pages_observed"], 0);
     assert_eq!(r["conclusion_scope"], "none");

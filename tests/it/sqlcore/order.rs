@@ -1,4 +1,4 @@
-//! The key-order rule (issue 22, finding 2): pages are ordered and bounded by exactly the
+//! The key-order rule: pages are ordered and bounded by exactly the
 //! order under which a unique index proves the key unique, in every relation the query reads,
 //! or the scan is refused before it reads.
 

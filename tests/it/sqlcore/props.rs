@@ -1,4 +1,4 @@
-//! The key-order property of the SQL sources (issue 22, "What must hold"): whatever the keys
+//! The key-order property of the SQL sources: whatever the keys
 //! (text with case and accent pairs and trailing spaces, negative and extreme integers,
 //! uuids), the collations (the column's and its unique index's, among those the server
 //! offers) and the page size, a scan either verifies exactly the keys `SELECT key FROM t`

@@ -1,4 +1,4 @@
-//! Shard queries open at their outer ends (issue 22, finding 1): no row of the scope falls in
+//! Shard queries open at their outer ends: no row of the scope falls in
 //! no shard, so a sharded scan says what one plain scan of the same table says.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! Signed and full-range integer keys are ordinary (issue 22, finding 1): PostgreSQL and
+//! Signed and full-range integer keys are ordinary: PostgreSQL and
 //! MySQL signed keys with negative values scan, verify and diff under `id_codec: "signed"`,
 //! printed in their original form; unsigned keys up to 2^64-1 under `int`; a key a codec cannot
 //! hold fails clearly, naming the codec that can.
