@@ -392,7 +392,7 @@ impl DiffReport {
 /// # }
 /// let snap = store.read().unwrap();
 /// let at = |run| RunAt { snap: &snap, run: RunId(run), store: &path };
-/// let cmp = compare(at(1), at(2), false, false).unwrap();
+/// let cmp = compare_runs(at(1), at(2), false, false).unwrap();
 /// let report = diff_report(&cmp).unwrap();
 /// assert_eq!((report.added_count, report.removed_count), (2, 0));
 /// assert_eq!(report.added_ranges, vec!["11..12"]);
