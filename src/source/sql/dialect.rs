@@ -31,9 +31,11 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<Self, String>;
 
     /// The DSN without its password, for `Debug` and messages.
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     fn redacted(&self) -> String;
 
     /// The database the DSN names, if any (a MySQL table without a schema is in it).
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     fn database(&self) -> Option<&str>;
 }
 
@@ -149,6 +151,7 @@ pub(crate) struct PageQuery<'a> {
     /// The key as it is selected, compared and ordered (with its `COLLATE`, if any).
     pub(crate) key: &'a str,
     /// The key's type.
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) key_type: KeyType,
     /// The label expressions, then the content expressions.
     pub(crate) columns: &'a [String],

@@ -23,6 +23,7 @@ pub(crate) enum KeyType {
     /// A text column, ordered by a collation the server applies.
     Text,
     /// A uuid: 16 bytes ordered as bytes, printed and bound as its canonical text.
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     Uuid,
 }
 
@@ -34,6 +35,7 @@ impl KeyType {
     }
 
     /// An unsigned integer type of `bits` bits.
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn unsigned(bits: u32) -> KeyType {
         KeyType::Int {
             min: 0,

@@ -103,6 +103,7 @@ impl<'a> PageRows<'a> {
     }
 
     /// The most rows a page statement returns (for a dialect that bounds what it decodes).
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn rows_max(&self) -> usize {
         self.page_size
             .saturating_add(1)
@@ -136,6 +137,7 @@ impl<'a> PageRows<'a> {
 
     /// The server's count of the page's rows equal to the bound under the page order (a
     /// dialect that reads it as one figure, instead of `equal` on each row).
+    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn set_equal_to_bound(&mut self, n: u64) {
         self.equal_to_bound = n;
     }
