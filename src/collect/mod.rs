@@ -17,7 +17,7 @@ use crate::codec::IdCodec;
 use crate::contract::{Contract, ExpiredPolicy, Mode, RawId, PAGES_PER_RUN_MAX, RESTARTS_MAX};
 use crate::idset::IdSet;
 use crate::receipt::{rfc3339, Receipt, RunId, RunMeta};
-use crate::reconcile::{Delta, FetchFailure, Limit, Reconciler, Status, Step, Violation};
+use crate::reconcile::{Delta, FetchFailure, Limit, Reconciler, Request, Status, Step, Violation};
 use crate::source::{PageRequest, PageSource};
 use crate::store::{LoadedRun, Raise, RunWriter, Store};
 
@@ -335,36 +335,12 @@ async fn drive<S: PageSource, L: RunLog>(
             fetch::Fetched::Expired => match contract.on_expired_cursor {
                 // Each arm logs the policy's decision (the request by its fingerprint).
                 ExpiredPolicy::Block => {
-                    tracing::info!(
-                        "{} expired; on_expired_cursor is block: the run stops",
-                        crate::receipt::terminal_safe(&request.describe())
-                    );
-                    rec.fetch_failed(
-                        FetchFailure::ExpiredCursor,
-                        format!("{} expired; the policy is block", request.describe()),
-                    );
+                    expired_block(&mut rec, &request);
                     log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::HighWater => {
-                    tracing::info!(
-                        "{} expired; on_expired_cursor is high_water: continuing after the last key",
-                        crate::receipt::terminal_safe(&request.describe())
-                    );
                     high_water_turns += 1;
-                    let switched = if high_water_turns <= RESTARTS_MAX {
-                        rec.continue_after_high_water()
-                    } else {
-                        None
-                    };
-                    if switched.is_none() {
-                        rec.fetch_failed(
-                            FetchFailure::ExpiredCursor,
-                            format!(
-                                "{} expired and no high-water key can continue it",
-                                request.describe()
-                            ),
-                        );
-                    }
+                    expired_high_water(&mut rec, &request, high_water_turns);
                     log.checkpoint(&rec, Delta::default())?;
                 }
                 ExpiredPolicy::Restart => {
@@ -392,6 +368,43 @@ async fn drive<S: PageSource, L: RunLog>(
         }
     }
     finish(contract, meta, rec, log)
+}
+
+/// `on_expired_cursor` `block` after `request` expired: the run stops with `expired_cursor`
+/// (the decision logged with the request by its fingerprint).
+fn expired_block(rec: &mut Reconciler, request: &Request) {
+    tracing::info!(
+        "{} expired; on_expired_cursor is block: the run stops",
+        crate::receipt::terminal_safe(&request.describe())
+    );
+    rec.fetch_failed(
+        FetchFailure::ExpiredCursor,
+        format!("{} expired; the policy is block", request.describe()),
+    );
+}
+
+/// `on_expired_cursor` `high_water` after `request` expired, the `turn`-th time in this run:
+/// continue after the last key, or, past `RESTARTS_MAX` turns or without a key, stop with
+/// `expired_cursor`.
+fn expired_high_water(rec: &mut Reconciler, request: &Request, turn: u32) {
+    tracing::info!(
+        "{} expired; on_expired_cursor is high_water: continuing after the last key",
+        crate::receipt::terminal_safe(&request.describe())
+    );
+    let switched = if turn <= RESTARTS_MAX {
+        rec.continue_after_high_water()
+    } else {
+        None
+    };
+    if switched.is_none() {
+        rec.fetch_failed(
+            FetchFailure::ExpiredCursor,
+            format!(
+                "{} expired and no high-water key can continue it",
+                request.describe()
+            ),
+        );
+    }
 }
 
 /// Ends the current run as superseded and begins a new one under a fresh snapshot, in one

@@ -116,7 +116,15 @@ pub(super) fn svg(r: &Receipt) -> Option<String> {
             );
         }
     }
-    let axis_y = lanes * LANE + 6;
+    axis(&mut s, lanes * LANE + 6, last, x);
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// The page axis under the lanes at `axis_y`: a line to the last page, about ten ticks and
+/// the word "page"; `x` places a page.
+fn axis(s: &mut String, axis_y: u64, last: u64, x: impl Fn(u32) -> u64) {
+    let last_page = u32::try_from(last).unwrap_or(u32::MAX);
     let _ = write!(
         s,
         "<line class=\"axis-line\" x1=\"{LEFT}\" x2=\"{}\" y1=\"{axis_y}\" y2=\"{axis_y}\"/>",
@@ -155,6 +163,4 @@ pub(super) fn svg(r: &Receipt) -> Option<String> {
         LEFT - 10,
         axis_y + 18
     );
-    s.push_str("</svg>");
-    Some(s)
 }

@@ -272,47 +272,7 @@ pub(crate) fn apply(
         return Ok(());
     }
     check(merged)?;
-    // Stored partitions first (read), then the unions (written): our own work stays outside
-    // the engine calls.
-    let (ids_before, labels_before) = engine.contain(
-        "read partitions for the page journal",
-        || -> Result<_, redb::Error> {
-            let ids = txn.open_table(IDS)?;
-            let mut a = Vec::with_capacity(merged.ids.len());
-            for key in merged.ids.keys() {
-                a.push(ids.get(*key)?.map(|v| v.value().to_vec()));
-            }
-            let labels = txn.open_table(LABELS)?;
-            let mut b = Vec::with_capacity(merged.labels.len());
-            for key in merged.labels.keys() {
-                b.push(labels.get(*key)?.map(|v| v.value().to_vec()));
-            }
-            Ok((a, b))
-        },
-    )?;
-    let union = |before: Option<Vec<u8>>, add: &roaring::RoaringBitmap, what: String| {
-        let mut b = match before {
-            Some(bytes) => records::decode_bitmap(&bytes).ok_or_else(|| {
-                Failure::damaged(format!("{what}: the stored bitmap does not decode"))
-            })?,
-            None => roaring::RoaringBitmap::new(),
-        };
-        b |= add;
-        Ok::<_, Failure>(records::encode_bitmap(&b))
-    };
-    let mut id_rows = Vec::with_capacity(merged.ids.len());
-    for ((key, add), before) in merged.ids.iter().zip(ids_before) {
-        let what = format!("table ids, run-{} partition {}", key.0, key.1);
-        id_rows.push((*key, union(before, add, what)?));
-    }
-    let mut label_rows = Vec::with_capacity(merged.labels.len());
-    for ((key, add), before) in merged.labels.iter().zip(labels_before) {
-        let what = format!(
-            "table labels, run-{} label {} partition {}",
-            key.0, key.1, key.2
-        );
-        label_rows.push((*key, union(before, add, what)?));
-    }
+    let (id_rows, label_rows) = unions(engine, txn, merged)?;
     let string_rows: Vec<(&[u8], u64, &str, Vec<u8>)> = merged
         .strings
         .iter()
@@ -383,6 +343,57 @@ pub(crate) fn apply(
         }
         Ok(())
     })
+}
+
+/// The stored bitmaps of the partitions `merged` adds to, each united with what it adds:
+/// the rows of `ids` and `labels` to write. Read first, then united: our own work stays
+/// outside the engine calls.
+#[allow(clippy::type_complexity)] // Two lists of (table key, encoded bitmap).
+fn unions(
+    engine: &Engine,
+    txn: &WriteTransaction,
+    merged: &Merged,
+) -> Result<(Vec<((u64, u64), Vec<u8>)>, Vec<((u64, u32, u64), Vec<u8>)>), Failure> {
+    let (ids_before, labels_before) = engine.contain(
+        "read partitions for the page journal",
+        || -> Result<_, redb::Error> {
+            let ids = txn.open_table(IDS)?;
+            let mut a = Vec::with_capacity(merged.ids.len());
+            for key in merged.ids.keys() {
+                a.push(ids.get(*key)?.map(|v| v.value().to_vec()));
+            }
+            let labels = txn.open_table(LABELS)?;
+            let mut b = Vec::with_capacity(merged.labels.len());
+            for key in merged.labels.keys() {
+                b.push(labels.get(*key)?.map(|v| v.value().to_vec()));
+            }
+            Ok((a, b))
+        },
+    )?;
+    let union = |before: Option<Vec<u8>>, add: &roaring::RoaringBitmap, what: String| {
+        let mut b = match before {
+            Some(bytes) => records::decode_bitmap(&bytes).ok_or_else(|| {
+                Failure::damaged(format!("{what}: the stored bitmap does not decode"))
+            })?,
+            None => roaring::RoaringBitmap::new(),
+        };
+        b |= add;
+        Ok::<_, Failure>(records::encode_bitmap(&b))
+    };
+    let mut id_rows = Vec::with_capacity(merged.ids.len());
+    for ((key, add), before) in merged.ids.iter().zip(ids_before) {
+        let what = format!("table ids, run-{} partition {}", key.0, key.1);
+        id_rows.push((*key, union(before, add, what)?));
+    }
+    let mut label_rows = Vec::with_capacity(merged.labels.len());
+    for ((key, add), before) in merged.labels.iter().zip(labels_before) {
+        let what = format!(
+            "table labels, run-{} label {} partition {}",
+            key.0, key.1, key.2
+        );
+        label_rows.push((*key, union(before, add, what)?));
+    }
+    Ok((id_rows, label_rows))
 }
 
 /// Every value a record carries has the shape of the table it goes to: a record that passed

@@ -81,26 +81,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, &str, &str)] = &[
         "simulate",
         "shards: the simulation moves beside the tests",
     ),
-    (
-        "collect/mod.rs",
-        "drive",
-        "hygiene: not yet split (132 lines)",
-    ),
-    (
-        "source/replay/line.rs",
-        "visit_map",
-        "hygiene: not yet split (155 lines)",
-    ),
-    (
-        "store/fold.rs",
-        "apply",
-        "hygiene: not yet split (121 lines)",
-    ),
-    (
-        "report/timeline.rs",
-        "svg",
-        "hygiene: not yet split (124 lines; report has no owner this round)",
-    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

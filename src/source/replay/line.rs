@@ -183,16 +183,7 @@ impl<'de> Visitor<'de> for LineSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let mut cursor: Option<Option<String>> = None;
-        let mut after: Option<String> = None;
-        let mut items: Option<Items> = None;
-        let mut next: Option<Option<String>> = None;
-        let mut complete: Option<Option<bool>> = None;
-        let mut snapshot: Option<Option<String>> = None;
-        let mut query: Option<Option<Value>> = None;
-        let mut truncated: Option<bool> = None;
-        let mut delay_ms: Option<u64> = None;
-        let mut error: Option<ErrorKind> = None;
+        let mut f = Fields::default();
         // Keys seen so far, one bit per index of LINE_KEYS: a second one is refused before
         // its value is read, so the error points at the key.
         let mut seen = 0u32;
@@ -214,75 +205,41 @@ impl<'de> Visitor<'de> for LineSeed {
                 })
             };
             match key {
-                "cursor" => {
-                    let wants = "a string or null";
-                    let v = match scalar(&mut map, wants)? {
-                        Scalar::Null => None,
-                        Scalar::Str(s) => Some(s),
-                        _ => return Err(wrong(key, wants)),
-                    };
-                    cursor = Some(v);
-                }
+                "cursor" => f.cursor = Some(string_or_null(key, scalar(&mut map, STR_OR_NULL)?)?),
                 "after" => {
                     let wants = "a string or an integer";
-                    let v = match scalar(&mut map, wants)? {
+                    f.after = Some(match scalar(&mut map, wants)? {
                         Scalar::Str(s) => s,
                         Scalar::U64(n) => n.to_string(),
                         Scalar::I64(n) => n.to_string(),
                         _ => return Err(wrong(key, wants)),
-                    };
-                    after = Some(v);
+                    });
                 }
                 "items" => {
-                    items = Some(map.next_value_seed(ItemsSeed {
+                    f.items = Some(map.next_value_seed(ItemsSeed {
                         mode: self.mode,
                         capacity: self.items_capacity,
                     })?);
                 }
-                "next" | "snapshot" => {
-                    let wants = "a string or null";
-                    let v = match scalar(&mut map, wants)? {
-                        Scalar::Null => None,
-                        Scalar::Str(s) => Some(s),
-                        _ => return Err(wrong(key, wants)),
-                    };
-                    if key == "next" {
-                        next = Some(v);
-                    } else {
-                        snapshot = Some(v);
-                    }
-                }
-                "complete" => {
-                    let wants = "a boolean or null";
-                    let v = match scalar(&mut map, wants)? {
-                        Scalar::Null => None,
-                        Scalar::Bool(b) => Some(b),
-                        _ => return Err(wrong(key, wants)),
-                    };
-                    complete = Some(v);
-                }
+                "next" => f.next = string_or_null(key, scalar(&mut map, STR_OR_NULL)?)?,
+                "snapshot" => f.snapshot = string_or_null(key, scalar(&mut map, STR_OR_NULL)?)?,
+                "complete" => f.complete = bool_or_null(key, scalar(&mut map, BOOL_OR_NULL)?)?,
                 "truncated" => {
-                    let wants = "a boolean or null";
-                    let v = match scalar(&mut map, wants)? {
-                        Scalar::Null => false,
-                        Scalar::Bool(b) => b,
-                        _ => return Err(wrong(key, wants)),
-                    };
-                    truncated = Some(v);
+                    f.truncated =
+                        bool_or_null(key, scalar(&mut map, BOOL_OR_NULL)?)?.unwrap_or(false);
                 }
                 "delay_ms" => {
                     let wants = "an integer from 0 to 3600000";
-                    let v = match scalar(&mut map, wants)? {
+                    f.delay_ms = match scalar(&mut map, wants)? {
                         Scalar::Null => 0,
                         Scalar::U64(n) if n <= DELAY_MS_MAX => n,
                         _ => return Err(wrong(key, wants)),
                     };
-                    delay_ms = Some(v);
                 }
                 "error" => {
                     let wants =
                         "\"timeout\", \"server_error\", \"expired_cursor\" or \"forbidden\"";
-                    let v = match scalar(&mut map, wants)? {
+                    f.error = Some(match scalar(&mut map, wants)? {
                         Scalar::Str(s) => match s.as_str() {
                             "timeout" => ErrorKind::Timeout,
                             "server_error" => ErrorKind::ServerError,
@@ -291,8 +248,7 @@ impl<'de> Visitor<'de> for LineSeed {
                             _ => return Err(wrong(key, wants)),
                         },
                         _ => return Err(wrong(key, wants)),
-                    };
-                    error = Some(v);
+                    });
                 }
                 _ => {
                     // "query": strict JSON, so the echo compared with the contract is exact.
@@ -302,11 +258,53 @@ impl<'de> Visitor<'de> for LineSeed {
                             without_position(&e.to_string())
                         ))
                     })?;
-                    query = Some(Some(v.0).filter(|v| !v.is_null()));
+                    f.query = Some(v.0).filter(|v| !v.is_null());
                 }
             }
         }
-        let key = match (cursor, after) {
+        f.into_parsed()
+    }
+}
+
+const STR_OR_NULL: &str = "a string or null";
+const BOOL_OR_NULL: &str = "a boolean or null";
+
+fn string_or_null<E: de::Error>(key: &str, s: Scalar) -> Result<Option<String>, E> {
+    match s {
+        Scalar::Null => Ok(None),
+        Scalar::Str(s) => Ok(Some(s)),
+        _ => Err(wrong(key, STR_OR_NULL)),
+    }
+}
+
+fn bool_or_null<E: de::Error>(key: &str, s: Scalar) -> Result<Option<bool>, E> {
+    match s {
+        Scalar::Null => Ok(None),
+        Scalar::Bool(b) => Ok(Some(b)),
+        _ => Err(wrong(key, BOOL_OR_NULL)),
+    }
+}
+
+/// A line's fields as its keys gave them (a key absent and a key null read alike, except
+/// `cursor`, whose null is the first page's request).
+#[derive(Default)]
+struct Fields {
+    cursor: Option<Option<String>>,
+    after: Option<String>,
+    items: Option<Items>,
+    next: Option<String>,
+    complete: Option<bool>,
+    snapshot: Option<String>,
+    query: Option<Value>,
+    truncated: bool,
+    delay_ms: u64,
+    error: Option<ErrorKind>,
+}
+
+impl Fields {
+    /// The line: its request key (exactly one of `cursor` and `after`) and its answer.
+    fn into_parsed<E: de::Error>(self) -> Result<Parsed, E> {
+        let key = match (self.cursor, self.after) {
             (Some(_), Some(_)) => {
                 return Err(de::Error::custom(
                     "a line has either \"cursor\" or \"after\", not both",
@@ -320,21 +318,21 @@ impl<'de> Visitor<'de> for LineSeed {
                 ))
             }
         };
-        let answer = match error {
+        let answer = match self.error {
             Some(kind) => Answer::Error(kind),
             None => Answer::Page(PageParts {
-                items: items.unwrap_or(Items::List(Vec::new())),
-                next: next.flatten(),
-                complete: complete.flatten(),
-                snapshot: snapshot.flatten(),
-                query: query.flatten(),
-                truncated: truncated.unwrap_or(false),
+                items: self.items.unwrap_or(Items::List(Vec::new())),
+                next: self.next,
+                complete: self.complete,
+                snapshot: self.snapshot,
+                query: self.query,
+                truncated: self.truncated,
             }),
         };
         Ok(Parsed {
             key,
             answer,
-            delay_ms: delay_ms.unwrap_or(0),
+            delay_ms: self.delay_ms,
         })
     }
 }
