@@ -35,6 +35,8 @@ mod scenarios;
 mod shards;
 mod shards_checks;
 #[cfg(feature = "postgres")]
+mod shards_hold;
+#[cfg(feature = "postgres")]
 mod shards_postgres;
 #[cfg(feature = "postgres")]
 mod sqlcore;
