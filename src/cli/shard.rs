@@ -228,7 +228,7 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
             plan.split.by
         );
         for (k, r) in plan.shards.iter().enumerate() {
-            text.push_str(&format!("  shard {k}: [{}, {})\n", r.lo, r.hi));
+            text.push_str(&format!("  shard {k}: {}\n", r.shown()));
         }
         text.push_str(&format!(
             "run each with: scanledger --store shard-K.redb scan --plan {shown} --shard K"
