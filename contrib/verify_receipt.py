@@ -44,7 +44,7 @@ PARTITION_BITS = 16  # partition p holds the IDs p * 2^16 ..= p * 2^16 + 65535
 LEAF_ARRAY_MAX = 4096  # up to this many IDs a leaf body is a sorted u16 list
 EXIT_MISMATCH = 4
 EXIT_USAGE = 2
-ID_TOP = (1 << 64) - 1  # in no shard: the last shard's range ends before it
+ID_TOP = (1 << 64) - 1  # the last shard's hi: its range runs to the end, this ID included
 SHARD_KEYS = {"index", "key_range", "finding", "store", "run_id", "coverage_status",
               "unique_ids_observed", "merkle_root"}
 FINDINGS = {"merged", "unfinished", "missing", "conflict"}
@@ -324,8 +324,6 @@ def per_shard(parts, shards):
     leaves = [[] for _ in shards]
     counts = [0] * len(shards)
     for p, lows in parts.items():
-        if (p << PARTITION_BITS) | 0xFFFF == ID_TOP and lows and lows[-1] == 0xFFFF:
-            lows = lows[:-1]  # the ID 2^64 - 1 is in no shard
         if not lows:
             continue
         k = bisect.bisect_right(los, p << PARTITION_BITS) - 1

@@ -171,22 +171,23 @@ pub(crate) enum Command {
     )]
     Plan {
         /// The contract to cut (no key_range, no shard).
-        #[arg(long, value_name = "FILE")]
-        contract: PathBuf,
+        #[arg(long, value_name = "FILE", required_unless_present = "release")]
+        contract: Option<PathBuf>,
         /// The source the shards scan.
-        #[arg(long, value_name = "SPEC")]
-        source: String,
+        #[arg(long, value_name = "SPEC", required_unless_present = "release")]
+        source: Option<String>,
         /// How many shards.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(scanledger::SHARDS_MAX)))]
-        shards: u32,
+        #[arg(long, value_name = "N", required_unless_present = "release", value_parser = clap::value_parser!(u32).range(1..=i64::from(scanledger::SHARDS_MAX)))]
+        shards: Option<u32>,
         /// The directory of the plan and its shard contracts.
         #[arg(long, value_name = "DIR", default_value = ".")]
         out: PathBuf,
         /// The span of keys to divide (inclusive), instead of the source's statistics.
         #[arg(long, value_name = "LO..HI")]
         key_space: Option<String>,
-        /// PostgreSQL: hold one exported snapshot open for every shard, until DIR/release
-        /// exists (merge makes it), Ctrl-C, or --hold-timeout-seconds.
+        /// PostgreSQL: hold one exported snapshot open for every shard, until a verified merge
+        /// (or --release) writes DIR/release, Ctrl-C or SIGTERM, or --hold-timeout-seconds;
+        /// SIGHUP is ignored.
         #[arg(long)]
         hold_snapshot: bool,
         /// How long --hold-snapshot holds at most.
@@ -197,6 +198,10 @@ pub(crate) enum Command {
             requires = "hold_snapshot"
         )]
         hold_timeout_seconds: u64,
+        /// Release the snapshot held for the plan in DIR without a merge (writes DIR/release,
+        /// which its coordinator waits for).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["contract", "source", "shards", "key_space", "hold_snapshot"])]
+        release: Option<PathBuf>,
     },
     /// Merge the shard stores of a plan into one run whose receipt is the single scan's.
     Merge {
@@ -437,6 +442,9 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             )),
         },
         Command::Plan {
+            release: Some(dir), ..
+        } => shard::release(out, &dir),
+        Command::Plan {
             contract,
             source,
             shards,
@@ -444,18 +452,26 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             key_space,
             hold_snapshot,
             hold_timeout_seconds,
-        } => shard::plan(
-            out,
-            &shard::PlanArgs {
-                contract,
-                source,
-                shards,
-                out: dir,
-                key_space,
-                hold_snapshot,
-                hold_timeout_seconds,
-            },
-        ),
+            release: None,
+        } => {
+            let (Some(contract), Some(source), Some(shards)) = (contract, source, shards) else {
+                return Err(CliError::usage(
+                    "plan needs --contract FILE --source SPEC --shards N, or --release DIR",
+                ));
+            };
+            shard::plan(
+                out,
+                &shard::PlanArgs {
+                    contract,
+                    source,
+                    shards,
+                    out: dir,
+                    key_space,
+                    hold_snapshot,
+                    hold_timeout_seconds,
+                },
+            )
+        }
         Command::Merge {
             plan,
             out: target,

@@ -68,40 +68,74 @@ pub struct Scope {
     pub query: Value,
     /// Sort with a unique tie-breaker, as any JSON.
     pub order: Value,
-    /// The half-open slice `[lo, hi)` of the u64 ID space the scan covers (one shard of a
-    /// plan); `None` covers the whole space. An ID outside it is `invalid_page` (R16).
+    /// The slice `[lo, hi)` of the u64 ID space the scan covers (one shard of a plan), to the
+    /// end of the space when `hi` is 2^64 - 1 (`KeyRange`); `None` covers the whole space. An ID
+    /// outside it is `invalid_page` (R16).
     pub key_range: Option<KeyRange>,
     /// The plan this scope is a shard of, when it is one.
     pub shard: Option<ShardRef>,
 }
 
-/// A half-open range `[lo, hi)` of the u64 ID space, `lo < hi`.
+/// A range of the u64 ID space, `lo < hi`: half-open `[lo, hi)`, except that `hi` = 2^64 - 1
+/// ([`KeyRange::END`]) means to the end of the space, the ID 2^64 - 1 included (no half-open
+/// range on u64 could hold it), so the last shard of a plan holds every ID above its `lo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyRange {
     /// The first ID of the range.
     pub lo: u64,
-    /// One past the last ID of the range (at most 2^64 - 1: the ID `u64::MAX` cannot be the
-    /// last of a range, which a plan's last shard accounts for by covering it separately).
+    /// One past the last ID of the range, or [`KeyRange::END`]: to the end, 2^64 - 1 included.
     pub hi: u64,
 }
 
 impl KeyRange {
+    /// The `hi` of a range that runs to the end of the ID space (2^64 - 1 included).
+    pub const END: u64 = u64::MAX;
+
     /// A range, or `None` unless `lo < hi`.
     ///
     /// ```
     /// let r = scanledger::KeyRange::new(10, 20).unwrap();
     /// assert!(r.contains(10) && r.contains(19) && !r.contains(20));
     /// assert!(scanledger::KeyRange::new(5, 5).is_none());
+    /// let end = scanledger::KeyRange::new(10, u64::MAX).unwrap();
+    /// assert!(end.contains(u64::MAX) && end.last() == u64::MAX && !end.contains(9));
     /// ```
     #[must_use]
     pub fn new(lo: u64, hi: u64) -> Option<KeyRange> {
         (lo < hi).then_some(KeyRange { lo, hi })
     }
 
+    /// Whether the range runs to the end of the ID space.
+    #[must_use]
+    pub fn to_end(&self) -> bool {
+        self.hi == KeyRange::END
+    }
+
+    /// The last ID of the range (inclusive).
+    #[must_use]
+    pub fn last(&self) -> u64 {
+        if self.to_end() {
+            u64::MAX
+        } else {
+            // lo < hi, so hi >= 1.
+            self.hi.saturating_sub(1)
+        }
+    }
+
     /// Whether `id` is in the range.
     #[must_use]
     pub fn contains(&self, id: u64) -> bool {
-        self.lo <= id && id < self.hi
+        self.lo <= id && id <= self.last()
+    }
+
+    /// The range as people read it: `[LO, HI)`, or `[LO, 2^64-1]` to the end.
+    #[must_use]
+    pub fn shown(&self) -> String {
+        if self.to_end() {
+            format!("[{}, {}]", self.lo, u64::MAX)
+        } else {
+            format!("[{}, {})", self.lo, self.hi)
+        }
     }
 
     /// The range as JSON: `{"hi": HI, "lo": LO}`.

@@ -10,6 +10,13 @@
 # `afterany`, not `afterok`: a task's exit code decides nothing, the merge reads every shard's
 # receipt (a missing or failed shard shows in the merged status). Requeueing a task
 # (`scontrol requeue`) continues the shard's own run.
+#
+# With `plan --hold-snapshot` (run the plan command on a host that stays up, e.g.
+# `nohup scanledger plan ... --hold-snapshot 2>plan.log &`; it ignores SIGHUP), only a verified
+# merge releases the snapshot: a merge after a failed task leaves it held and names the shards
+# to scan again, so requeue those tasks (`scontrol requeue JOBID_K`) and submit the merge again.
+# `scanledger plan --release "$PWD/plan"` releases it without a merge; `scancel` of the
+# coordinator's job (SIGTERM) does too.
 #SBATCH --job-name=scanledger-shard
 #SBATCH --ntasks=1
 #SBATCH --cpus-per-task=1

@@ -3,14 +3,17 @@
 //!
 //! `plan` writes `DIR/shard-K.json` (each an ordinary contract) and then `DIR/plan.json`, by
 //! rename, so a runner that waits for the plan sees it whole. With `--hold-snapshot` it stays
-//! up as the coordinator of a PostgreSQL snapshot until `DIR/release` appears (`merge` makes
-//! it), Ctrl-C, or its timeout, and says so on stderr. A shard scan of a store that already
-//! holds an attempt of its shard continues that attempt (or shows its receipt) rather than
-//! begin a second one, so a runner's retry is safe.
+//! up as the coordinator of a PostgreSQL snapshot until `DIR/release` appears (a verified
+//! `merge` makes it, and so does `plan --release DIR`), Ctrl-C or SIGTERM, or its timeout, and
+//! says so on stderr; it ignores SIGHUP, and runs a statement in the held transaction well
+//! inside the server's `idle_in_transaction_session_timeout`. A shard scan of a store that
+//! already holds an attempt of its shard continues that attempt (or shows its receipt) rather
+//! than begin a second one, so a runner's retry is safe.
+//!
+//! Invariant: the held snapshot outlives every merge that is not verified, so the shard a
+//! merge names can be scanned again in the same snapshot and merged.
 
 use std::path::{Path, PathBuf};
-#[cfg(feature = "postgres")]
-use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "postgres")]
 use std::time::{Duration, Instant};
 
@@ -31,19 +34,32 @@ pub(crate) const SHARD_ENV: [(&str, &str); 3] = [
     ),
 ];
 
-/// The file `merge` makes beside a plan whose snapshot is held: the coordinator's signal.
+/// The file beside a plan whose snapshot is held that tells the coordinator to release it:
+/// made by a verified `merge` and by `plan --release DIR`.
 pub(crate) const RELEASE_FILE: &str = "release";
-
-/// Set by Ctrl-C while a coordinator holds its snapshot.
+/// Bytes of the release file the coordinator reads (its first line says who released).
 #[cfg(feature = "postgres")]
-static RELEASE: AtomicBool = AtomicBool::new(false);
+const RELEASE_BYTES_MAX: u64 = 4096;
 
-/// How often the coordinator checks its snapshot and the release file.
+/// How often the coordinator checks the release file, its timeout and the signals.
 #[cfg(feature = "postgres")]
 const HOLD_POLL: Duration = Duration::from_millis(250);
-/// How often it runs a statement in the held transaction.
+/// The longest time between two statements in the held transaction.
 #[cfg(feature = "postgres")]
-const HOLD_PING: Duration = Duration::from_secs(15);
+const HOLD_PING_MAX: Duration = Duration::from_secs(15);
+/// The shortest.
+#[cfg(feature = "postgres")]
+const HOLD_PING_MIN: Duration = Duration::from_millis(100);
+
+/// How often the coordinator runs a statement in its transaction under a server whose
+/// `idle_in_transaction_session_timeout` is `idle_ms` (`None`: off): a third of it, from
+/// `HOLD_PING_MIN` to `HOLD_PING_MAX`.
+#[cfg(feature = "postgres")]
+fn ping_every(idle_ms: Option<u64>) -> Duration {
+    idle_ms.map_or(HOLD_PING_MAX, |ms| {
+        Duration::from_millis(ms / 3).clamp(HOLD_PING_MIN, HOLD_PING_MAX)
+    })
+}
 
 /// The arguments of `plan`.
 #[derive(Debug)]
@@ -212,7 +228,7 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
             plan.split.by
         );
         for (k, r) in plan.shards.iter().enumerate() {
-            text.push_str(&format!("  shard {k}: [{}, {})\n", r.lo, r.hi));
+            text.push_str(&format!("  shard {k}: {}\n", r.shown()));
         }
         text.push_str(&format!(
             "run each with: scanledger --store shard-K.redb scan --plan {shown} --shard K"
@@ -237,8 +253,17 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     }
 }
 
+/// One line on stderr; a write that fails (a terminal gone with SIGHUP) is not the hold's end.
+#[cfg(feature = "postgres")]
+fn say(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 /// The coordinator: keeps the snapshot's transaction open until the release file appears,
-/// Ctrl-C, or the timeout; pings it so a lost snapshot is said at once.
+/// Ctrl-C or SIGTERM, or the timeout, running a statement in it often enough for the server's
+/// `idle_in_transaction_session_timeout`, so a lost snapshot is said at once. SIGHUP is
+/// ignored: a coordinator started from a terminal outlives the terminal.
 #[cfg(feature = "postgres")]
 fn hold(
     pg: &mut scanledger::PostgresSource,
@@ -247,39 +272,148 @@ fn hold(
     release: &Path,
     timeout_seconds: u64,
 ) -> Result<i32, CliError> {
-    let _ = ctrlc::set_handler(|| RELEASE.store(true, Ordering::SeqCst));
     let snapshot_shown = scanledger::terminal_safe(snapshot).into_owned();
-    let release_shown = release.display().to_string();
-    eprintln!(
-        "holding snapshot {snapshot_shown} for the plan's shards; waiting until {} exists (merge makes it), Ctrl-C, or {timeout_seconds} s",
-        scanledger::terminal_safe(&release_shown)
-    );
+    let dir_shown = release
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let dir_shown = scanledger::terminal_safe(&dir_shown).into_owned();
+    let (idle_ms, txn_ms) = rt
+        .block_on(pg.hold_limits())
+        .map_err(|e| fetch_error("--hold-snapshot", &e))?;
+    let ping = ping_every(idle_ms);
+    say(&format!(
+        "holding snapshot {snapshot_shown} for the plan's shards; released by a verified merge, `scanledger plan --release {dir_shown}`, Ctrl-C or SIGTERM, or in {timeout_seconds} s (SIGHUP is ignored)"
+    ));
+    if let Some(ms) = idle_ms {
+        say(&format!(
+            "the server's idle_in_transaction_session_timeout is {ms} ms: the held transaction runs a statement every {} ms",
+            ping.as_millis()
+        ));
+    }
+    if let Some(ms) = txn_ms.filter(|ms| *ms / 1000 < timeout_seconds) {
+        say(&format!(
+            "warning: the server's transaction_timeout ({ms} ms) ends the held transaction whatever it runs: the snapshot is lost after it"
+        ));
+    }
+    let timeout = Duration::from_secs(timeout_seconds);
+    match rt.block_on(wait_for_release(pg, release, timeout, ping)) {
+        Ok(why) => {
+            // The caller drops the source, which closes its connection and ends the
+            // transaction.
+            say(&format!("released snapshot {snapshot_shown}: {why}"));
+            Ok(0)
+        }
+        Err(e) => {
+            say(&format!(
+                "the held snapshot {snapshot_shown} is lost ({e:?}): shards that have not begun cannot import it, and a merge will show them"
+            ));
+            Ok(1)
+        }
+    }
+}
+
+/// Waits for a reason to release: the release file (its first line says who made it), Ctrl-C
+/// or SIGTERM, or the timeout; pings every `ping`. `Err`: the transaction is gone.
+#[cfg(feature = "postgres")]
+async fn wait_for_release(
+    pg: &mut scanledger::PostgresSource,
+    release: &Path,
+    timeout: Duration,
+    ping: Duration,
+) -> Result<String, scanledger::FetchError> {
+    let mut signals = Signals::new();
+    let poll = HOLD_POLL.min(ping / 2);
     let start = Instant::now();
     let mut pinged = Instant::now();
-    let why = loop {
+    loop {
+        tokio::select! {
+            stop = signals.next() => return Ok(stop.to_owned()),
+            () = tokio::time::sleep(poll) => {}
+        }
         if release.exists() {
-            break "the merge is done";
+            let first = scanledger::read_bounded(release, RELEASE_BYTES_MAX).unwrap_or_default();
+            let first = first.lines().next().unwrap_or("").trim().to_owned();
+            return Ok(format!(
+                "{} ({})",
+                scanledger::terminal_safe(&first),
+                release.display()
+            ));
         }
-        if RELEASE.load(Ordering::SeqCst) {
-            break "Ctrl-C";
+        if start.elapsed() >= timeout {
+            return Ok("the hold timed out (--hold-timeout-seconds)".to_owned());
         }
-        if start.elapsed() >= Duration::from_secs(timeout_seconds) {
-            break "the hold timed out";
-        }
-        if pinged.elapsed() >= HOLD_PING {
+        if pinged.elapsed() + poll >= ping {
             pinged = Instant::now();
-            if let Err(e) = rt.block_on(pg.keep_alive()) {
-                eprintln!(
-                    "the held snapshot {snapshot_shown} is lost ({e:?}): shards that have not begun cannot import it, and a merge will show them"
-                );
-                return Ok(1);
+            pg.keep_alive().await?;
+        }
+    }
+}
+
+/// The signals a coordinator answers: SIGINT and SIGTERM end the hold; SIGHUP is caught and
+/// said, so it no longer ends the process. A signal that cannot be listened to keeps its
+/// default action (said once).
+#[cfg(all(feature = "postgres", unix))]
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+#[cfg(all(feature = "postgres", unix))]
+impl Signals {
+    fn new() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                say(&format!(
+                    "cannot listen to {name} ({e}): it keeps its default action"
+                ));
+                None
+            }
+        };
+        Signals {
+            int: listen(SignalKind::interrupt(), "SIGINT"),
+            term: listen(SignalKind::terminate(), "SIGTERM"),
+            hup: listen(SignalKind::hangup(), "SIGHUP"),
+        }
+    }
+
+    /// The next signal that ends the hold.
+    async fn next(&mut self) -> &'static str {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            if let Some(s) = s {
+                if s.recv().await.is_some() {
+                    return;
+                }
+            }
+            std::future::pending().await
+        }
+        loop {
+            tokio::select! {
+                () = recv(&mut self.int) => return "Ctrl-C (SIGINT)",
+                () = recv(&mut self.term) => return "SIGTERM",
+                () = recv(&mut self.hup) => say("SIGHUP ignored: the snapshot stays held"),
             }
         }
-        std::thread::sleep(HOLD_POLL);
-    };
-    // The caller drops the source, which closes its connection and ends the transaction.
-    eprintln!("released snapshot {snapshot_shown}: {why}");
-    Ok(0)
+    }
+}
+
+/// Elsewhere: Ctrl-C only.
+#[cfg(all(feature = "postgres", not(unix)))]
+struct Signals;
+
+#[cfg(all(feature = "postgres", not(unix)))]
+impl Signals {
+    fn new() -> Signals {
+        Signals
+    }
+
+    async fn next(&mut self) -> &'static str {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
 }
 
 /// Reads and checks a plan file.
@@ -407,6 +541,11 @@ pub(crate) fn merge(
             .with_field("--out"));
         }
     }
+    for p in shard_paths {
+        if !p.exists() {
+            return Err(no_shard_store(&plan, p));
+        }
+    }
     let mut opened: Vec<(PathBuf, Store)> = Vec::with_capacity(shard_paths.len());
     for p in shard_paths {
         let store = Store::open_read(p).map_err(CliError::from)?;
@@ -433,26 +572,160 @@ pub(crate) fn merge(
     )?;
     let receipt = store.read()?.receipt(run)?;
     drop(store);
-    if plan.snapshot_held {
-        if let Some(dir) = plan_path.parent() {
-            let release = dir.join(RELEASE_FILE);
-            write_file(
-                &release,
-                &format!("{run} merged into {}\n", target.display()),
-            )?;
-        }
+    // The held snapshot is released by a verified merge only: after any other the shards
+    // named below are scanned again in the same snapshot and merged again.
+    let held = plan.snapshot_held.then(|| {
+        let verified = receipt.coverage_status == Status::Verified;
+        let retry = retry_shards(&merged.merged_from.shards);
+        (verified, retry)
+    });
+    let dir = plan_path.parent().unwrap_or(Path::new("."));
+    if let Some((true, _)) = &held {
+        write_file(
+            &dir.join(RELEASE_FILE),
+            &format!(
+                "a verified merge ({run} in {})\n",
+                scanledger::terminal_safe(&target.display().to_string())
+            ),
+        )?;
     }
     if out.json {
         // The shards as the stored receipt lists them.
-        out.json_value(&serde_json::json!({
+        let mut v = serde_json::json!({
             "plan_digest": plan.digest(),
             "store": target.display().to_string(),
             "shards": receipt.shards,
             "receipt": receipt,
-        }))?;
+        });
+        if let Some((verified, retry)) = &held {
+            v["snapshot"] = serde_json::json!({
+                "snapshot_id": plan.snapshot_id,
+                "released": verified,
+                "retry_shards": retry.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            });
+        }
+        out.json_value(&v)?;
     } else {
         // The receipt's own layout lists the plan and the shards.
         out.emit(&show::receipt_text(&receipt))?;
+        match &held {
+            Some((true, _)) => out.note(&format!(
+                "the merge is verified: the coordinator releases the held snapshot ({} written)",
+                dir.join(RELEASE_FILE).display()
+            )),
+            Some((false, retry)) => {
+                out.note(&still_held(&plan, plan_path, dir, retry));
+            }
+            None => {}
+        }
     }
     Ok(receipt_exit(&receipt))
+}
+
+/// A shard store given to `merge` that does not exist: said plainly, an unexpanded pattern
+/// (`shard-*.redb` that matched no file) above all.
+fn no_shard_store(plan: &Plan, path: &Path) -> CliError {
+    let shown = path.display().to_string();
+    let problem = if shown.contains(['*', '?', '[']) {
+        format!(
+            "no shard store matches {:?}: no file matched the pattern, and the shell passed it on as it is",
+            scanledger::terminal_safe(&shown)
+        )
+    } else {
+        format!("no shard store at {}", scanledger::terminal_safe(&shown))
+    };
+    let held = if plan.snapshot_held {
+        "; no merge was made, so a held snapshot stays held"
+    } else {
+        ""
+    };
+    CliError::usage(problem)
+        .with_field("SHARD_STORE")
+        .with_hint(format!(
+            "name each shard store that exists (a shard that never began has none: leave it out, and the merge names it missing){held}"
+        ))
+}
+
+/// The shards a merge that is not verified asks to scan again, with why: every shard not
+/// merged whole with a verified run of its own.
+fn retry_shards(shards: &[scanledger::ShardEntry]) -> Vec<(u32, String)> {
+    use scanledger::ShardFinding;
+    shards
+        .iter()
+        .filter_map(|e| {
+            let why = match (e.finding, e.coverage_status) {
+                (ShardFinding::Merged, Some(Status::Verified)) => return None,
+                (ShardFinding::Missing, _) => "has no run in the shard stores".to_owned(),
+                (ShardFinding::Unfinished, _) => "has not reached its end".to_owned(),
+                (ShardFinding::Conflict, _) => {
+                    "has several attempts (merge one store of it)".to_owned()
+                }
+                (_, status) => format!(
+                    "ended {} (its store holds a finished attempt: scan it into a new store)",
+                    status.map_or("-", Status::as_str)
+                ),
+            };
+            Some((e.index, why))
+        })
+        .collect()
+}
+
+/// What a merge that is not verified says of the held snapshot.
+fn still_held(plan: &Plan, plan_path: &Path, dir: &Path, retry: &[(u32, String)]) -> String {
+    let snapshot = plan.snapshot_id.as_deref().unwrap_or("-");
+    let mut text = format!(
+        "the merge is not verified, so snapshot {snapshot} stays held by the plan's coordinator (while it runs)"
+    );
+    if retry.is_empty() {
+        text.push_str("; every shard is verified: the merge's own findings above say what differs");
+    } else {
+        let named: Vec<String> = retry
+            .iter()
+            .map(|(k, why)| format!("shard {k} {why}"))
+            .collect();
+        text.push_str(&format!(
+            ": {}. Scan each again with `scanledger --store STORE scan --plan {} --shard K` (it continues an unfinished attempt) and merge again",
+            named.join("; "),
+            plan_path.display()
+        ));
+    }
+    text.push_str(&format!(
+        "; `scanledger plan --release {}` releases the snapshot without a merge",
+        dir.display()
+    ));
+    text
+}
+
+/// `plan --release DIR`: asks the coordinator of the plan in DIR to release its snapshot.
+pub(crate) fn release(out: &Out, dir: &Path) -> Result<i32, CliError> {
+    let (dir, plan_path) = if dir.is_file() {
+        (dir.parent().unwrap_or(Path::new(".")), dir.to_path_buf())
+    } else {
+        (dir, dir.join("plan.json"))
+    };
+    let plan = read_plan(&plan_path)?;
+    if !plan.snapshot_held {
+        return Err(CliError::usage(format!(
+            "{}: the plan holds no snapshot (it was made without --hold-snapshot): there is nothing to release",
+            plan_path.display()
+        ))
+        .with_field("--release"));
+    }
+    let file = dir.join(RELEASE_FILE);
+    write_file(&file, "an explicit release (scanledger plan --release)\n")?;
+    if out.json {
+        out.json_value(&serde_json::json!({
+            "plan": plan_path.display().to_string(),
+            "snapshot_id": plan.snapshot_id,
+            "release_file": file.display().to_string(),
+        }))?;
+    } else {
+        out.emit(&format!(
+            "asked the coordinator of {} to release snapshot {} ({} written); it does within a second and says so on its stderr",
+            scanledger::terminal_safe(&plan_path.display().to_string()),
+            scanledger::terminal_safe(plan.snapshot_id.as_deref().unwrap_or("-")),
+            scanledger::terminal_safe(&file.display().to_string()),
+        ))?;
+    }
+    Ok(0)
 }

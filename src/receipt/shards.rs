@@ -22,14 +22,30 @@ pub const RECEIPT_MERGED_KEYS: [&str; 2] = ["plan_digest", "shards"];
 /// Shard entries the readable layout prints before "and N more" (the JSON has every one).
 const TEXT_SHARDS_MAX: usize = 16;
 
-/// A shard's half-open key range `[lo, hi)`, as in the plan.
+/// A shard's key range, as in the plan: `[lo, hi)`, to the end of the ID space (2^64 - 1
+/// included) when `hi` is 2^64 - 1 (`KeyRange`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardRange {
     /// The first ID of the shard.
     pub lo: u64,
-    /// One past its last ID.
+    /// One past its last ID, or 2^64 - 1: to the end.
     pub hi: u64,
+}
+
+impl ShardRange {
+    /// The same range as a contract's `KeyRange` (`None` when empty).
+    #[must_use]
+    pub fn key_range(self) -> Option<crate::contract::KeyRange> {
+        crate::contract::KeyRange::new(self.lo, self.hi)
+    }
+
+    /// The range as people read it: `[LO, HI)`, or `[LO, 2^64-1]` to the end.
+    #[must_use]
+    pub fn shown(self) -> String {
+        self.key_range()
+            .map_or_else(|| format!("[{}, {})", self.lo, self.hi), |r| r.shown())
+    }
 }
 
 /// What the merge found of one shard.
@@ -113,8 +129,9 @@ pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), String> {
 }
 
 /// Checks that the ranges cover the key space as a plan's must (docs/FORMAT.md §12): the
-/// first `lo` 0, each `hi` the next `lo`, the last `hi` 2^64 - 1, every bound but the last a
-/// multiple of the partition width. Returns the first problem in a sentence.
+/// first `lo` 0, each `hi` the next `lo`, the last `hi` 2^64 - 1 (to the end, that ID
+/// included), every bound but the last a multiple of the partition width. Returns the first
+/// problem in a sentence.
 pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
     let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
         return Err("the list has no shard".to_owned());
@@ -128,7 +145,7 @@ pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
     for (k, s) in shards.iter().enumerate() {
         let r = s.key_range;
         if r.lo >= r.hi {
-            return Err(format!("shard {k}'s range [{}, {}) is empty", r.lo, r.hi));
+            return Err(format!("shard {k}'s range {} is empty", r.shown()));
         }
         if k > 0 && r.lo % PARTITION_WIDTH != 0 {
             return Err(format!(
@@ -151,24 +168,26 @@ pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
 }
 
 /// The IDs of `ids` in `range`, as a set of whole partitions: the range's bounds are
-/// partition-aligned but for the last `hi` (2^64 - 1), whose partition holds only IDs below
-/// it (the ID 2^64 - 1 is in no shard, and a merge that meets it fails).
+/// partition-aligned (the last shard's runs to the end, the ID 2^64 - 1 included).
 #[must_use]
 pub fn range_evidence(ids: &IdSet, range: ShardRange) -> IdSet {
     let mut out = IdSet::new();
-    if range.lo >= range.hi {
+    let Some(r) = range.key_range() else {
         return out;
-    }
-    let lo_part = partition_of(range.lo);
-    let hi_part = partition_of(range.hi - 1);
+    };
+    let (lo_part, last_part) = (partition_of(r.lo), partition_of(r.last()));
     for (part, bitmap) in ids.partitions() {
-        if part < lo_part || part > hi_part {
+        if part < lo_part || part > last_part {
             continue;
         }
         let mut kept = bitmap.clone();
-        if part == hi_part && range.hi == u64::MAX {
-            // Only the partition of 2^64 - 1 is cut: drop that one ID.
-            kept.remove(u32::from(u16::MAX));
+        if part == lo_part || part == last_part {
+            // A bound off a partition's edge (a plan's list has none): cut to the range.
+            let base = part * PARTITION_WIDTH;
+            let low = |id: u64| u32::try_from(id.saturating_sub(base).min(65_535)).unwrap_or(0);
+            let mut mask = roaring::RoaringBitmap::new();
+            mask.insert_range(low(r.lo)..=low(r.last()));
+            kept &= mask;
         }
         if !kept.is_empty() {
             out.set_partition(part, kept);
@@ -182,7 +201,7 @@ impl ShardEntry {
     #[must_use]
     pub fn summary(&self) -> String {
         let r = self.key_range;
-        let head = format!("{} [{}, {})", self.index, r.lo, r.hi);
+        let head = format!("{} {}", self.index, r.shown());
         match (&self.store, &self.run_id) {
             (Some(store), Some(run)) if self.finding.taken() => format!(
                 "{head}: {} of {}, {}{}, {} IDs, {}",
@@ -297,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn the_evidence_of_a_range_is_its_partitions_without_the_top_id() {
+    fn the_evidence_of_a_range_is_its_partitions_and_the_last_runs_to_the_top_id() {
         let mut ids = IdSet::new();
         for id in [
             1,
@@ -326,8 +345,22 @@ mod tests {
         );
         assert_eq!(
             last.iter().collect::<Vec<_>>(),
-            [PARTITION_WIDTH, 5 * PARTITION_WIDTH + 7, u64::MAX - 1]
+            [
+                PARTITION_WIDTH,
+                5 * PARTITION_WIDTH + 7,
+                u64::MAX - 1,
+                u64::MAX
+            ]
         );
+        // A range off the partitions' edges keeps only its own IDs.
+        let inner = range_evidence(
+            &ids,
+            ShardRange {
+                lo: 2,
+                hi: 5 * PARTITION_WIDTH + 7,
+            },
+        );
+        assert_eq!(inner.iter().collect::<Vec<_>>(), [2, PARTITION_WIDTH]);
     }
 
     #[test]

@@ -169,10 +169,9 @@ impl Reconciler {
                     if let Some(r) = self.settings.key_range.filter(|r| !r.contains(id)) {
                         self.scratch_ids = ids;
                         let detail = format!(
-                            "item {i}: ID {} is outside the contract's key range [{}, {})",
+                            "item {i}: ID {} is outside the contract's key range {}",
                             self.codec.render(id),
-                            r.lo,
-                            r.hi
+                            r.shown()
                         );
                         return Err(self.stop(ViolationKind::InvalidPage, page_idx, detail));
                     }

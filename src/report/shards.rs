@@ -52,11 +52,13 @@ pub(super) fn section(h: &mut String, r: &Receipt) {
     for e in &shown {
         let _ = write!(
             h,
-            "<tr><td class=\"num\">{}</td><td class=\"num\">[{}, {})</td><td><code>{}</code></td>\
+            "<tr><td class=\"num\">{}</td><td class=\"num\">[{}, {}{}</td><td><code>{}</code></td>\
              <td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td></tr>",
             e.index,
             thousands(e.key_range.lo),
             thousands(e.key_range.hi),
+            // To the end of the ID space, 2^64 - 1 included.
+            if e.key_range.hi == u64::MAX { "]" } else { ")" },
             e.finding.as_str(),
             show(e.store.as_deref().unwrap_or("—")),
             show(e.run_id.as_deref().unwrap_or("—")),

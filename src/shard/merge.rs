@@ -81,6 +81,16 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
     let mut progress = Reconciler::new(contract).progress().clone();
     progress.next = None;
     progress.finished = true;
+    // The plan's ranges cover the key space, no ID in two shards and none in no shard (a plan
+    // read from its file was checked; one made in code may not have been).
+    if let Err(gap) = super::plan::check_shards(&plan.shards) {
+        record(
+            &mut progress,
+            ViolationKind::ShardMismatch,
+            0,
+            format!("the plan's shards do not cover the key space: {gap}"),
+        );
+    }
     let mut attempts: Vec<Vec<Attempt>> = (0..plan.shards.len()).map(|_| Vec::new()).collect();
     let shown = |i: usize| stores[i].path.display().to_string();
 
@@ -260,10 +270,9 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
                 ViolationKind::InvalidPage,
                 0,
                 format!(
-                    "shard {k} holds ID {} outside its key range [{}, {})",
+                    "shard {k} holds ID {} outside its key range {}",
                     rec.codec().render(outside),
-                    range.lo,
-                    range.hi
+                    range.shown()
                 ),
             );
         }
@@ -408,8 +417,7 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
 /// ends are looked into.
 fn first_outside(ids: &IdSet, range: KeyRange) -> Option<u64> {
     let lo_part = partition_of(range.lo);
-    let hi_last = range.hi - 1;
-    let hi_part = partition_of(hi_last);
+    let hi_part = partition_of(range.last());
     for (part, bitmap) in ids.partitions() {
         if part < lo_part || part > hi_part {
             let low = bitmap.min()?;

@@ -3,12 +3,14 @@
 //! Pure: no IO, no clock (the caller gives the creation time and the nonce). A plan holds the
 //! base contract (the one every shard shares), the source to scan, the snapshot the shards pin
 //! to, and the shards' key ranges: disjoint, contiguous, aligned to partitions (2^16 IDs), from
-//! 0 to `u64::MAX` (exclusive), so they cover every ID but `u64::MAX` itself. Its digest is
-//! over its own canonical JSON without the `plan_digest` key; each shard's contract names it.
+//! 0 to the end of the ID space (the last range's `hi` is `KeyRange::END`: `u64::MAX`
+//! included), so every ID lies in exactly one shard. Its digest is over its own canonical JSON
+//! without the `plan_digest` key; each shard's contract names it.
 //!
-//! Invariants (checked by `Plan::from_json` and `split`): at least one shard, at most
-//! `SHARDS_MAX`; `shards[0].lo == 0`, `shards[k].hi == shards[k + 1].lo`, the last `hi` is
-//! `u64::MAX`; every bound but the last is a multiple of `PARTITION_WIDTH`.
+//! Invariants (checked by `Plan::from_json`, `Plan::new`, `split` and again by `merge`): at
+//! least one shard, at most `SHARDS_MAX`; `shards[0].lo == 0`, `shards[k].hi ==
+//! shards[k + 1].lo`, the last `hi` is `KeyRange::END`; every bound but the last is a multiple
+//! of `PARTITION_WIDTH`.
 
 use serde_json::{Map, Value};
 
@@ -17,7 +19,10 @@ use crate::digest;
 use crate::idset::PARTITION_WIDTH;
 
 /// The `format` of a plan file this build writes and reads.
-pub const PLAN_FORMAT: &str = "scanledger-plan/1";
+pub const PLAN_FORMAT: &str = "scanledger-plan/2";
+/// The format of the plans of earlier builds, whose last shard ended before `u64::MAX`: refused
+/// with a sentence that says so.
+const PLAN_FORMAT_1: &str = "scanledger-plan/1";
 /// Bytes of one plan file.
 pub const PLAN_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
@@ -154,30 +159,48 @@ pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
         .collect())
 }
 
-/// Checks the shards' invariants (module docs).
-fn check_shards(shards: &[KeyRange]) -> Result<(), String> {
-    if shards.is_empty() || shards.len() > SHARDS_MAX as usize {
+/// Checks the shards' invariants (module docs): every ID of the key space in exactly one
+/// shard. The problem names the IDs in no shard, or in two.
+pub(crate) fn check_shards(shards: &[KeyRange]) -> Result<(), String> {
+    let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
+        return Err(format!("from 1 to {SHARDS_MAX} shards"));
+    };
+    if shards.len() > SHARDS_MAX as usize {
         return Err(format!("from 1 to {SHARDS_MAX} shards"));
     }
-    if shards[0].lo != 0 {
-        return Err("the first shard must begin at 0".to_owned());
+    if first.lo != 0 {
+        return Err(format!(
+            "the IDs 0 to {} are in no shard: the first shard must begin at 0",
+            first.lo - 1
+        ));
     }
-    if shards[shards.len() - 1].hi != u64::MAX {
-        return Err(format!("the last shard must end at {}", u64::MAX));
+    if !last.to_end() {
+        return Err(format!(
+            "the IDs {} to {} are in no shard: the last shard must run to the end ({})",
+            last.hi,
+            u64::MAX,
+            KeyRange::END
+        ));
     }
     for (k, w) in shards.windows(2).enumerate() {
-        if w[0].hi != w[1].lo {
+        let next = k + 1;
+        if w[0].hi < w[1].lo {
             return Err(format!(
-                "shard {k} ends at {} but shard {} begins at {}",
+                "the IDs {} to {} are in no shard: shard {k} ends before them, shard {next} begins after",
                 w[0].hi,
-                k + 1,
-                w[1].lo
+                w[1].lo - 1
+            ));
+        }
+        if w[0].hi > w[1].lo {
+            return Err(format!(
+                "the IDs {} to {} are in shards {k} and {next} both",
+                w[1].lo,
+                w[0].last().min(w[1].last())
             ));
         }
         if w[1].lo % PARTITION_WIDTH != 0 {
             return Err(format!(
-                "shard {} begins at {}, not at a partition boundary (a multiple of {PARTITION_WIDTH})",
-                k + 1,
+                "shard {next} begins at {}, not at a partition boundary (a multiple of {PARTITION_WIDTH})",
                 w[1].lo
             ));
         }
@@ -301,6 +324,12 @@ impl Plan {
                 .ok_or_else(|| bad(key, "must be a string"))
         };
         let format = text_of("format")?;
+        if format == PLAN_FORMAT_1 {
+            return Err(bad(
+                "format",
+                format!("{PLAN_FORMAT_1:?} is a plan of an earlier build, whose last shard left out the ID 2^64-1; make the plan again with this build ({PLAN_FORMAT:?}), and scan its shards afresh"),
+            ));
+        }
         if format != PLAN_FORMAT {
             return Err(bad(
                 "format",

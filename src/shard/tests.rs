@@ -190,3 +190,55 @@ fn verify_checks_a_verified_merged_runs_shard_list_against_its_bitmaps() {
         Err(crate::store::WriteError::InvalidRun { .. })
     ));
 }
+
+#[test]
+fn every_id_of_the_key_space_is_in_exactly_one_shard() {
+    for n in [1, 2, 3, 8, 64] {
+        let p = plan(n);
+        for id in [0, 1, PARTITION_WIDTH, 1 << 63, u64::MAX - 1, u64::MAX] {
+            let holding = p.shards.iter().filter(|r| r.contains(id)).count();
+            assert_eq!(holding, 1, "{n} shards, ID {id}");
+        }
+        assert!(p.shards[p.shards.len() - 1].to_end());
+    }
+}
+
+#[test]
+fn a_plan_of_an_earlier_format_is_refused_saying_why() {
+    let text = plan(2).to_json().replace(PLAN_FORMAT, "scanledger-plan/1");
+    let e = Plan::from_json(&text).unwrap_err().to_string();
+    assert!(e.contains("earlier build") && e.contains("2^64-1"), "{e}");
+}
+
+#[test]
+fn merge_names_the_ids_a_plan_leaves_in_no_shard_or_in_two() {
+    let w = PARTITION_WIDTH;
+    let cases: [(Vec<(u64, u64)>, &str); 4] = [
+        (
+            vec![(0, w), (2 * w, u64::MAX)],
+            "the IDs 65536 to 131071 are in no shard",
+        ),
+        (
+            vec![(0, 2 * w), (w, u64::MAX)],
+            "the IDs 65536 to 131071 are in shards 0 and 1 both",
+        ),
+        (
+            vec![(0, w), (w, u64::MAX - 1)],
+            "the IDs 18446744073709551614 to 18446744073709551615 are in no shard",
+        ),
+        (vec![(w, u64::MAX)], "the IDs 0 to 65535 are in no shard"),
+    ];
+    for (ranges, want) in cases {
+        let mut p = plan(2);
+        p.shards = ranges
+            .iter()
+            .map(|(lo, hi)| KeyRange::new(*lo, *hi).unwrap())
+            .collect();
+        let m = merge(&p, &[]).unwrap();
+        let found = m.reconciler.progress().violations.iter().any(|v| {
+            v.kind == crate::reconcile::ViolationKind::ShardMismatch && v.detail.contains(want)
+        });
+        assert!(found, "{want}: {:?}", m.reconciler.progress().violations);
+        assert_eq!(m.reconciler.status(), crate::reconcile::Status::Failed);
+    }
+}

@@ -34,6 +34,9 @@ mod resume;
 mod scenarios;
 mod shards;
 mod shards_checks;
+mod shards_edges;
+#[cfg(feature = "postgres")]
+mod shards_hold;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
 #[cfg(feature = "postgres")]

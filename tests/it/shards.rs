@@ -219,6 +219,31 @@ fn a_missing_shard_is_unknown_and_never_verified() {
     assert_eq!(crate::evidence::python_verifier(&[&file, &s(&ids)]).0, 4);
 }
 
+/// `merge` given a pattern the shell did not expand (no shard store exists yet) says so, and
+/// makes no run; `plan --release` of a plan that holds no snapshot is refused.
+#[test]
+fn merge_of_an_unexpanded_pattern_and_release_of_an_unheld_plan_are_refused() {
+    let env = Env::new();
+    let contract = json!({"source": "customers", "page_size": 10000});
+    let plan_path = plan(&env, "p", &contract, "sim:records=1000", 2, &[]);
+    let out = env.path().join("m.redb");
+    let pattern = env.path().join("p").join("shard-*.redb");
+    let (code, _, err) = merge(&plan_path, &out, &[pattern]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no shard store matches") && err.contains("shell passed it on as it is"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a merge of nothing made a store");
+    let (code, _, err) = merge(&plan_path, &out, &[env.path().join("shard-9.redb")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no shard store at"), "{err}");
+    let (code, _, err) = sl_json(&["plan", "--release", &s(&env.path().join("p"))]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("holds no snapshot"), "{err}");
+    assert!(!env.path().join("p").join("release").exists());
+}
+
 #[test]
 fn a_shard_run_twice_is_failed() {
     let env = Env::new();

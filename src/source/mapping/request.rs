@@ -63,13 +63,18 @@ impl Mapping {
         }
         if let (Some((lo, hi)), Some(r)) = (&self.key_range_params, &self.key_range) {
             params.push((lo.clone(), Value::from(r.lo)));
-            params.push((hi.clone(), Value::from(r.hi)));
+            // A range to the end of the ID space (2^64 - 1 included) has no upper bound to
+            // send: `hi` would leave that ID out.
+            if !r.to_end() {
+                params.push((hi.clone(), Value::from(r.hi)));
+            }
         }
         Ok(Call { params, position })
     }
 
     /// Sends `range` on every request through the config's `key_range_params` (the API
-    /// answers only the IDs `lo <= id < hi`); `None` sends nothing.
+    /// answers only the IDs `lo <= id < hi`, or `lo <= id` when no `hi` is sent: a range to the
+    /// end of the ID space sends none); `None` sends nothing.
     ///
     /// # Errors
     /// `ConfigError` at `key_range_params` when a range is asked of a config that names no

@@ -194,6 +194,29 @@ impl PostgresSource {
         Ok(())
     }
 
+    /// The server's limits on the held transaction, in milliseconds, as this session sees them
+    /// (role and database settings included): `idle_in_transaction_session_timeout` (a ping
+    /// inside it keeps the transaction) and `transaction_timeout` (PostgreSQL 17; no ping
+    /// helps), each `None` when 0 (off) or unknown to the server.
+    ///
+    /// # Errors
+    /// `FetchError` when the connection or its transaction is gone.
+    pub async fn hold_limits(&mut self) -> Result<(Option<u64>, Option<u64>), FetchError> {
+        const SQL: &str = "SELECT current_setting('idle_in_transaction_session_timeout', true), \
+                           current_setting('transaction_timeout', true)";
+        let d = self.0.dialect_mut();
+        if d.session.as_ref().and_then(|s| s.txn.as_ref()).is_none() {
+            return Err(FetchError::ExpiredCursor);
+        }
+        let rows = call!(d, "reading the session's timeouts", |c| c.simple_query(SQL))?;
+        let row = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r),
+            _ => None,
+        });
+        let ms = |i: usize| row.and_then(|r| r.get(i)).and_then(setting_ms);
+        Ok((ms(0), ms(1)))
+    }
+
     /// The smallest and largest key of the scope in the current (or a fresh) snapshot, for
     /// `plan`; `None` for an empty scope or a key that is not an integer.
     ///
@@ -375,6 +398,25 @@ impl PgDialect {
 }
 
 /// An error and its causes, `: `-separated. The driver's messages never hold the DSN.
+/// A duration setting as `SHOW` prints it (`0`, `250ms`, `5s`, `2min`, `1h`, `1d`; a bare
+/// number is milliseconds), in milliseconds; `None` for 0 (off) or a form not understood.
+fn setting_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let n: u64 = text.get(..digits)?.parse().ok()?;
+    let per: u64 = match text.get(digits..)?.trim() {
+        "" | "ms" => 1,
+        "s" => 1_000,
+        "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(per).filter(|ms| *ms > 0)
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cause = e.source();

@@ -269,3 +269,21 @@ fn a_page_is_put_in_key_order_and_a_repeated_key_refused() {
     let texts = vec![Key::Text("b".into()), Key::Text("a".into())];
     assert_eq!(page_order(&texts).unwrap(), [0, 1]);
 }
+
+#[test]
+fn duration_settings_read_as_show_prints_them() {
+    for (text, want) in [
+        ("0", None),
+        ("250ms", Some(250)),
+        ("5s", Some(5_000)),
+        ("2min", Some(120_000)),
+        ("1h", Some(3_600_000)),
+        ("1d", Some(86_400_000)),
+        ("1500", Some(1_500)),
+        ("", None),
+        ("5 weeks", None),
+        ("99999999999999999999s", None),
+    ] {
+        assert_eq!(super::setting_ms(text), want, "{text:?}");
+    }
+}

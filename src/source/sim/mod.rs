@@ -169,7 +169,14 @@ impl SimConfig {
                 problem: format!("records: more than {SIM_RECORDS_MAX}"),
             });
         }
-        if c.start.checked_add(c.records.saturating_mul(5)).is_none() {
+        // The last ID: start + records - 1 (dense), below start + 5 * records (random); dense
+        // IDs may reach 2^64 - 1 itself.
+        let past_last = if c.random {
+            c.records.saturating_mul(5)
+        } else {
+            c.records.saturating_sub(1)
+        };
+        if c.start.checked_add(past_last).is_none() {
             return Err(SourceError::Sim {
                 problem: "start + records overflows the ID space".to_owned(),
             });
@@ -236,7 +243,12 @@ impl SimSource {
         match self.key_range {
             Some(r) if !self.cfg.random => {
                 let lo = r.lo.saturating_sub(self.cfg.start).min(self.cfg.records);
-                let hi = r.hi.saturating_sub(self.cfg.start).min(self.cfg.records);
+                // One past the last position in the range (the range's last ID included).
+                let hi = r
+                    .last()
+                    .checked_sub(self.cfg.start)
+                    .map_or(0, |p| p.saturating_add(1))
+                    .min(self.cfg.records);
                 (lo, hi.max(lo))
             }
             _ => (0, self.cfg.records),
@@ -266,7 +278,7 @@ impl SimSource {
         } else {
             self.cfg.records
         };
-        // `parse` checked that start + 5 * records fits.
+        // `parse` checked that start + n - 1 fits.
         Some((self.cfg.start, self.cfg.start.saturating_add(n - 1)))
     }
 
@@ -337,7 +349,11 @@ impl PageSource for SimSource {
             }
         }
         if let (Some(r), true) = (range, self.cfg.stray_at == Some(page_idx)) {
-            let stray = if r.lo > 0 { r.lo - 1 } else { r.hi };
+            let stray = if r.lo > 0 {
+                r.lo - 1
+            } else {
+                r.last().saturating_add(1)
+            };
             items.push(Item::int(stray));
         }
         let next = (end < window_hi).then(|| format!("sim-offset-{end}"));

@@ -204,8 +204,7 @@ pub(crate) fn span(scope: &Scope, codec: IdCodecKind) -> Option<Span> {
         }
     };
     let lo = key_of(range.lo);
-    // Half-open `[lo, hi)`: the last ID is `hi - 1` (a range has `lo < hi`).
-    let last = key_of(range.hi.saturating_sub(1));
+    let last = key_of(range.last());
     let (first_shard, last_shard) = match &scope.shard {
         Some(s) => (s.index == 0, s.index.saturating_add(1) >= s.count),
         None => (false, false),

@@ -86,3 +86,36 @@ fn negative_keys_are_read_by_the_first_shard_never_left_in_none() {
         assert_eq!(m["receipt"][key], single[key], "{key}");
     }
 }
+
+/// Regression: a plan's last shard ended just before 2^64 - 1, so a MySQL `BIGINT UNSIGNED` key
+/// of 18446744073709551615, read by the last shard (open at its end), was outside its range:
+/// the merge was `failed` where one plain scan is `verified`. The last shard now runs to the
+/// end, that key included, and the merge is the plain scan's; so is a signed table's from -2^63
+/// to 2^63 - 1 (IDs 0 and 2^64 - 1 under `signed`).
+#[cfg(feature = "mysql")]
+#[test]
+fn mysql_keys_at_both_ends_of_the_id_space_merge_to_the_plain_scan() {
+    let Some(db) = crate::mysql::db() else { return };
+    let mut d = Dropped::new(|s| db.exec(s));
+    let unsigned = d.name("TABLE", "shard_top");
+    let signed = d.name("TABLE", "shard_ends");
+    db.exec(&format!(
+        "CREATE TABLE {unsigned} (k BIGINT UNSIGNED PRIMARY KEY) ENGINE=InnoDB;\n\
+         INSERT INTO {unsigned} VALUES (0), (1), (70000), (9223372036854775808), (18446744073709551614), (18446744073709551615);\n\
+         CREATE TABLE {signed} (k BIGINT PRIMARY KEY) ENGINE=InnoDB;\n\
+         INSERT INTO {signed} VALUES (-9223372036854775808), (-5), (0), (7), (9223372036854775807)"
+    ));
+    for (t, codec) in [(&unsigned, "int"), (&signed, "signed")] {
+        for n in [2, 3] {
+            let env = Env::new();
+            let src = super::my_source(&env, "s.json", t, "k");
+            let (code, single, err) = scan(&env, &src, 5000, codec);
+            assert_eq!(code, 0, "{t}: {err}");
+            let m = sharded(&env, &src, codec, n);
+            assert_eq!(m["receipt"]["coverage_status"], "verified", "{t} {n}: {m}");
+            for key in ["merkle_root", "unique_ids_observed"] {
+                assert_eq!(m["receipt"][key], single[key], "{t} {n}: {key}");
+            }
+        }
+    }
+}
