@@ -40,6 +40,8 @@ mod shards_hold;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
 #[cfg(feature = "postgres")]
+mod slurm;
+#[cfg(feature = "postgres")]
 mod sqlcore;
 mod stdout;
 mod store_files;
