@@ -31,6 +31,7 @@ mod runs;
 mod scan;
 mod shard;
 mod show;
+mod sync;
 
 pub(crate) use error::CliError;
 pub(crate) use output::Out;
@@ -187,7 +188,8 @@ pub(crate) enum Command {
         key_space: Option<String>,
         /// PostgreSQL: hold one exported snapshot open for every shard, until a verified merge
         /// (or --release) writes DIR/release, Ctrl-C or SIGTERM, or --hold-timeout-seconds;
-        /// SIGHUP is ignored.
+        /// SIGHUP is ignored. MySQL/MariaDB: hold a global read lock until every shard has
+        /// begun its snapshot (DIR/joined-K), at most --lock-timeout-seconds.
         #[arg(long)]
         hold_snapshot: bool,
         /// How long --hold-snapshot holds at most.
@@ -198,6 +200,15 @@ pub(crate) enum Command {
             requires = "hold_snapshot"
         )]
         hold_timeout_seconds: u64,
+        /// How long a MySQL/MariaDB coordinator holds the read lock at most, waiting for the
+        /// shards to begin their snapshots (writers wait meanwhile).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 60,
+            requires = "hold_snapshot"
+        )]
+        lock_timeout_seconds: u64,
         /// Release the snapshot held for the plan in DIR without a merge (writes DIR/release,
         /// which its coordinator waits for).
         #[arg(long, value_name = "DIR", conflicts_with_all = ["contract", "source", "shards", "key_space", "hold_snapshot"])]
@@ -452,6 +463,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             key_space,
             hold_snapshot,
             hold_timeout_seconds,
+            lock_timeout_seconds,
             release: None,
         } => {
             let (Some(contract), Some(source), Some(shards)) = (contract, source, shards) else {
@@ -469,6 +481,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
                     key_space,
                     hold_snapshot,
                     hold_timeout_seconds,
+                    lock_timeout_seconds,
                 },
             )
         }

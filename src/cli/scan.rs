@@ -55,6 +55,18 @@ pub(crate) fn scan_contract(
     spec: &str,
     write: &WriteOpts,
 ) -> Result<i32, CliError> {
+    scan_contract_in(out, contract, spec, write, None)
+}
+
+/// [`scan_contract`]; with `joined`, the source first begins the contract's snapshot and, once
+/// it has, writes that file (a shard of a held plan tells its coordinator).
+pub(crate) fn scan_contract_in(
+    out: &Out,
+    contract: Contract,
+    spec: &str,
+    write: &WriteOpts,
+    joined: Option<&std::path::Path>,
+) -> Result<i32, CliError> {
     let mut source =
         AnySource::open_for(spec, &contract).map_err(|e| CliError::from(Error::Source(e)))?;
     let rt = runtime()?;
@@ -62,6 +74,9 @@ pub(crate) fn scan_contract(
     // be had records nothing, and the run records who answered.
     rt.block_on(source.prepare())
         .map_err(|e| CliError::from(Error::Source(e)))?;
+    if let Some(path) = joined {
+        super::sync::join(out, &rt, &mut source, &contract, path)?;
+    }
     let mut store = open_write(out, write.store_options())?;
     store.record_source(&source.recorded_spec(&recordable(spec)));
     let started = scanledger::now_ms();

@@ -71,13 +71,14 @@ pub(crate) struct PlanArgs {
     pub key_space: Option<String>,
     pub hold_snapshot: bool,
     pub hold_timeout_seconds: u64,
+    pub lock_timeout_seconds: u64,
 }
 
 fn source_error(e: scanledger::SourceError) -> CliError {
     CliError::from(Error::Source(e))
 }
 
-fn fetch_error(what: &str, e: &scanledger::FetchError) -> CliError {
+pub(super) fn fetch_error(what: &str, e: &scanledger::FetchError) -> CliError {
     match e {
         scanledger::FetchError::Fatal(s) => CliError::usage(format!("{what}: {s}")),
         other => CliError::usage(format!("{what}: the source answered {other:?}")),
@@ -133,26 +134,10 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     }
     let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
     let rt = scan::runtime()?;
+    // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
+    let locked_at = std::time::Instant::now();
     let held = if args.hold_snapshot {
-        #[cfg(feature = "postgres")]
-        {
-            let AnySource::Postgres(pg) = &mut source else {
-                return Err(CliError::usage(
-                    "--hold-snapshot: only a postgres: source can share one snapshot with other processes (pg_export_snapshot)",
-                )
-                .with_field("--hold-snapshot"));
-            };
-            let id = rt
-                .block_on(pg.hold_snapshot())
-                .map_err(|e| fetch_error("--hold-snapshot", &e))?;
-            Some(id)
-        }
-        #[cfg(not(feature = "postgres"))]
-        {
-            return Err(CliError::usage(
-                "--hold-snapshot needs the postgres feature",
-            ));
-        }
+        Some(super::sync::hold(&rt, &mut source)?)
     } else {
         None
     };
@@ -238,24 +223,30 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     let Some(snapshot) = held else {
         return Ok(0);
     };
-    #[cfg(feature = "postgres")]
-    {
-        let AnySource::Postgres(pg) = &mut source else {
-            return Ok(0);
-        };
-        hold(pg, &rt, &snapshot, &release, args.hold_timeout_seconds)
-    }
-    #[cfg(not(feature = "postgres"))]
-    {
-        // Only a PostgreSQL snapshot can be held (a build without the feature plans none).
-        let _ = (snapshot, source, release, args.hold_timeout_seconds);
-        Ok(0)
+    match &mut source {
+        #[cfg(feature = "postgres")]
+        AnySource::Postgres(pg) => hold(pg, &rt, &snapshot, &release, args.hold_timeout_seconds),
+        #[cfg(feature = "mysql")]
+        AnySource::Mysql(my) => super::sync::synchronize(
+            my,
+            &rt,
+            &args.out,
+            args.shards,
+            &release,
+            locked_at,
+            args.lock_timeout_seconds,
+        ),
+        _ => {
+            let _ = (snapshot, release, locked_at);
+            let _ = (args.hold_timeout_seconds, args.lock_timeout_seconds);
+            Ok(0)
+        }
     }
 }
 
 /// One line on stderr; a write that fails (a terminal gone with SIGHUP) is not the hold's end.
-#[cfg(feature = "postgres")]
-fn say(text: &str) {
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(super) fn say(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
@@ -517,7 +508,12 @@ pub(crate) fn scan_shard(
             );
         }
     }
-    scan::scan_contract(out, contract, &spec, write)
+    // A shard of a plan whose snapshot is held joins it before its first page and says so
+    // in DIR/joined-K (a MySQL/MariaDB coordinator waits for every shard's).
+    let joined = plan
+        .snapshot_held
+        .then(|| plan_path.with_file_name(super::sync::joined_file(index)));
+    scan::scan_contract_in(out, contract, &spec, write, joined.as_deref())
 }
 
 /// `merge --plan PLAN --out STORE SHARD_STORE...`.
@@ -673,6 +669,13 @@ fn retry_shards(shards: &[scanledger::ShardEntry]) -> Vec<(u32, String)> {
 /// What a merge that is not verified says of the held snapshot.
 fn still_held(plan: &Plan, plan_path: &Path, dir: &Path, retry: &[(u32, String)]) -> String {
     let snapshot = plan.snapshot_id.as_deref().unwrap_or("-");
+    if snapshot.starts_with("mysql-sync:") {
+        // Each shard held its own part of a synchronized snapshot, in its own connection: a
+        // shard scanned again cannot rejoin it once the coordinator's read lock is gone.
+        return format!(
+            "the merge is not verified; snapshot {snapshot} was synchronized by a read lock while the shards began, so a shard scanned again cannot join it: make a new plan (plan --hold-snapshot) and scan every shard of it"
+        );
+    }
     let mut text = format!(
         "the merge is not verified, so snapshot {snapshot} stays held by the plan's coordinator (while it runs)"
     );

@@ -36,6 +36,7 @@ mod error;
 mod page;
 mod probe;
 mod snapshot;
+mod sync;
 #[cfg(test)]
 mod tests;
 mod value;
@@ -137,6 +138,56 @@ impl MysqlSource {
         self.0.dialect().session.as_ref().map(|s| s.id.as_str())
     }
 
+    /// Takes the global read lock for a plan's shards (`plan --hold-snapshot`): every shard
+    /// that begins its snapshot while it is held reads the state the returned ID names
+    /// (`sync.rs`). Writers wait until [`MysqlSource::unlock_for_shards`] (or until this
+    /// source's connection ends).
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the lock (`RELOAD` is needed).
+    pub async fn lock_for_shards(&mut self) -> Result<String, FetchError> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b).map_err(|_| FetchError::ServerError)?;
+        let nonce: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let d = self.0.dialect_mut();
+        let conn = match Conn::new(d.connect.opts.clone()).await {
+            Ok(c) => c,
+            Err(e) => return Err(d.failed(&e, "")),
+        };
+        let (lock, id) = sync::lock(conn, &nonce)
+            .await
+            .map_err(|e| d.fatal(format!("--hold-snapshot: {e}")))?;
+        d.sync = Some(lock);
+        Ok(id)
+    }
+
+    /// Gives up the read lock [`MysqlSource::lock_for_shards`] took: writers go on, and a
+    /// shard that begins after this cannot join the synchronized snapshot.
+    ///
+    /// # Errors
+    /// `FetchError` when the lock's connection is gone (the server released it then).
+    pub async fn unlock_for_shards(&mut self) -> Result<(), FetchError> {
+        let d = self.0.dialect_mut();
+        let Some(lock) = d.sync.take() else {
+            return Ok(());
+        };
+        sync::unlock(lock).await.map_err(|e| d.fatal(e))
+    }
+
+    /// Begins the snapshot `id` names now, before the first page: a shard of a plan whose
+    /// snapshot is synchronized joins it (and may then say so); any other ID that this source
+    /// does not hold fails (`ExpiredCursor`).
+    ///
+    /// # Errors
+    /// `ExpiredCursor` when the snapshot cannot be joined (the read lock is gone).
+    pub async fn join_snapshot(&mut self, id: &str) -> Result<(), FetchError> {
+        self.0
+            .dialect_mut()
+            .snapshot(Want::First(Some(id)))
+            .await
+            .map(|_| ())
+    }
+
     /// The smallest and largest key of the scope (an integer key), for `plan`; `None` for an
     /// empty scope or a key that is not an integer.
     ///
@@ -170,6 +221,8 @@ pub(crate) struct MyDialect {
     /// The table is InnoDB, so `WITH CONSISTENT SNAPSHOT` pins what the pages see.
     consistent: bool,
     generation: u64,
+    /// A coordinator's read lock for its plan's shards (`sync.rs`).
+    sync: Option<sync::SyncLock>,
 }
 
 /// One connection inside its consistent-snapshot transaction.
@@ -239,6 +292,32 @@ impl MyDialect {
         Ok(())
     }
 
+    /// Begins a snapshot and keeps it as the synchronized state `named` if its coordinator
+    /// still holds the lock (so the read lock was held when it began); else `ExpiredCursor`.
+    async fn join(&mut self, named: String) -> Result<(), FetchError> {
+        let Some((holder, lock)) = sync::parse(&named).map(|(h, l)| (h, l.to_owned())) else {
+            return Err(FetchError::ExpiredCursor);
+        };
+        self.open_session(None).await?;
+        let Some(s) = self.session.as_mut() else {
+            return Err(FetchError::ServerError);
+        };
+        match sync::joined(&mut s.conn, holder, &lock).await {
+            Ok(true) => {
+                s.id = named;
+                Ok(())
+            }
+            Ok(false) => {
+                self.close().await;
+                Err(FetchError::ExpiredCursor)
+            }
+            Err(e) => {
+                self.close().await;
+                Err(self.fatal(format!("joining the synchronized snapshot: {e}")))
+            }
+        }
+    }
+
     /// Ends the open session's transaction and closes its connection.
     async fn close(&mut self) {
         if let Some(s) = self.session.take() {
@@ -268,6 +347,7 @@ impl Dialect for MyDialect {
             kinds: Vec::new(),
             consistent: false,
             generation: 0,
+            sync: None,
         }
     }
 
@@ -331,8 +411,10 @@ impl Dialect for MyDialect {
         match decide(want, held) {
             Step::Keep => {}
             Step::Open { replaces } => self.open_session(replaces).await?,
-            // MySQL cannot import a snapshot another connection began.
+            // MySQL cannot import a snapshot another connection began; it can join a
+            // synchronized one while its coordinator holds the read lock.
             Step::Import { named, otherwise } => match otherwise {
+                Otherwise::Expired if sync::parse(&named).is_some() => self.join(named).await?,
                 Otherwise::Expired => return Err(FetchError::ExpiredCursor),
                 Otherwise::Open => self.open_session(Some(named)).await?,
             },

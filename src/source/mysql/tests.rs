@@ -371,3 +371,21 @@ fn errors_are_classified_for_the_collector() {
     let io = mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other("reset")));
     assert_eq!(classify(&io), Class::Lost);
 }
+
+/// A synchronized snapshot's ID names its coordinator's connection and user lock; any other
+/// ID, or one whose fields are missing or malformed, names none (and cannot be joined).
+#[test]
+fn a_synchronized_snapshot_id_names_the_coordinator_and_its_lock() {
+    let id = "mysql-sync:db:3306;server_id=1;conn=2573;lock=scanledger:42ee;at=2026-12-02T07:35:59Z;no binlog position";
+    assert_eq!(super::sync::parse(id), Some((2573, "scanledger:42ee")));
+    for other in [
+        "mysql:db:3306;server_id=1;conn=7;at=x;binlog=f:1",
+        "mysql-sync:db:3306;server_id=1;lock=scanledger:1",
+        "mysql-sync:db:3306;conn=-1;lock=scanledger:1",
+        "mysql-sync:db:3306;conn=99999999999999999999;lock=x",
+        "mysql-sync:db:3306;conn=7",
+        "00000006-00000092-1",
+    ] {
+        assert_eq!(super::sync::parse(other), None, "{other}");
+    }
+}

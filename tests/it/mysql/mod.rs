@@ -10,6 +10,7 @@ mod content;
 mod resume;
 mod scan;
 mod security;
+mod shards;
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader};
