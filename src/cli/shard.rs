@@ -594,10 +594,16 @@ pub(crate) fn merge(
             "receipt": receipt,
         });
         if let Some((verified, retry)) = &held {
+            // A synchronized MySQL/MariaDB snapshot holds nothing a shard could rejoin.
+            let retry: Vec<u32> = if synchronized(&plan) {
+                Vec::new()
+            } else {
+                retry.iter().map(|(k, _)| *k).collect()
+            };
             v["snapshot"] = serde_json::json!({
                 "snapshot_id": plan.snapshot_id,
                 "released": verified,
-                "retry_shards": retry.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "retry_shards": retry,
             });
         }
         out.json_value(&v)?;
@@ -666,10 +672,18 @@ fn retry_shards(shards: &[scanledger::ShardEntry]) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Whether the plan's snapshot was synchronized by a MySQL/MariaDB read lock (each shard held
+/// its own snapshot of one state; none outlives its shard).
+fn synchronized(plan: &Plan) -> bool {
+    plan.snapshot_id
+        .as_deref()
+        .is_some_and(|s| s.starts_with("mysql-sync:"))
+}
+
 /// What a merge that is not verified says of the held snapshot.
 fn still_held(plan: &Plan, plan_path: &Path, dir: &Path, retry: &[(u32, String)]) -> String {
     let snapshot = plan.snapshot_id.as_deref().unwrap_or("-");
-    if snapshot.starts_with("mysql-sync:") {
+    if synchronized(plan) {
         // Each shard held its own part of a synchronized snapshot, in its own connection: a
         // shard scanned again cannot rejoin it once the coordinator's read lock is gone.
         return format!(

@@ -177,7 +177,7 @@ fn scan_shards(env: &Env, shards: u32) -> Vec<i32> {
         .collect()
 }
 
-fn merge(env: &Env, shards: u32) -> (i32, Value) {
+fn merge(env: &Env, shards: u32) -> (i32, Value, String) {
     let merged = env.dir.path().join("plan/merged.redb");
     let plan = plan_path(env);
     let stores: Vec<String> = (0..shards).map(|k| store(env, k)).collect();
@@ -193,7 +193,7 @@ fn merge(env: &Env, shards: u32) -> (i32, Value) {
     let (code, out, err) = util::run(&args);
     let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     assert!(!v.is_null(), "merge: {err}");
-    (code, v)
+    (code, v, err)
 }
 
 fn table_of_40s(db: &super::Db, tag: &str) -> String {
@@ -253,7 +253,7 @@ fn mysql_shards_in_a_synchronized_snapshot_merge_to_the_single_scan_of_that_stat
         &took[..took.len().min(3)]
     );
 
-    let (code, m) = merge(&env, 3);
+    let (code, m, _) = merge(&env, 3);
     assert_eq!(code, 0, "{m}");
     let r = &m["receipt"];
     assert_eq!(r["conclusion_scope"], "all_records_in_snapshot", "{r}");
@@ -299,7 +299,7 @@ fn mysql_shards_without_a_synchronized_snapshot_claim_the_live_collection() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(scan_shards(&env, 3), [0, 0, 0]);
     writer.stop();
-    let (code, m) = merge(&env, 3);
+    let (code, m, _) = merge(&env, 3);
     assert_eq!(code, 0, "{m}");
     assert_eq!(m["receipt"]["conclusion_scope"], "all_records_live", "{m}");
 }
@@ -329,7 +329,25 @@ fn a_mysql_shard_that_begins_after_the_lock_cannot_join() {
     let codes = scan_shards(&env, 2);
     assert!(codes.iter().all(|c| *c != 0), "{codes:?}");
     assert!(!Path::new(&env.dir.path().join("plan/joined-0")).exists());
-    let (code, m) = merge(&env, 2);
+    let (code, m, err) = merge(&env, 2);
     assert_ne!(code, 0, "{m}");
     assert_ne!(m["receipt"]["coverage_status"], "verified");
+    // Nothing is held to scan a shard again in: the merge names no shard to retry, and says
+    // to make a new plan.
+    assert_eq!(
+        m["snapshot"]["retry_shards"],
+        serde_json::json!([]),
+        "{m}{err}"
+    );
+    let merged = env.dir.path().join("plan/merged.redb");
+    let (_, _, err) = util::run(&[
+        "merge",
+        "--plan",
+        &plan_path(&env),
+        "--out",
+        merged.to_str().unwrap(),
+        &store(&env, 0),
+        &store(&env, 1),
+    ]);
+    assert!(err.contains("make a new plan"), "{err}");
 }
