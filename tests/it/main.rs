@@ -28,6 +28,8 @@ mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_resume;
 mod props;
+#[cfg(feature = "postgres")]
+mod refused;
 mod regressions;
 mod report;
 mod resume;
