@@ -9,6 +9,7 @@ mod compat;
 mod crash;
 mod creation;
 mod demo;
+mod docs;
 mod evidence;
 mod hostile_text;
 #[cfg(feature = "http")]
