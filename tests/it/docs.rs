@@ -458,3 +458,18 @@ fn the_mysql_guide_runs_as_shown() {
     };
     run_document("docs/guide-mysql.md");
 }
+
+#[cfg(feature = "http")]
+#[test]
+fn the_http_guide_runs_as_shown() {
+    run_document("docs/guide-http.md");
+}
+
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+#[test]
+fn the_migration_guide_runs_as_shown() {
+    let (Some(_pg), Some(_db)) = (crate::postgres::Pg::server(), crate::mysql::db()) else {
+        return;
+    };
+    run_document("docs/guide-migration.md");
+}
