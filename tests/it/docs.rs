@@ -473,3 +473,83 @@ fn the_migration_guide_runs_as_shown() {
     };
     run_document("docs/guide-migration.md");
 }
+
+/// The `scanledger` commands of a document's transcripts and scripts, as whitespace-split
+/// words (a here-document's lines and what follows a pipe or a redirection left out).
+fn scanledger_commands(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for b in blocks(text) {
+        if !matches!(b.directive, Directive::Run { .. }) {
+            continue;
+        }
+        for line in &b.body {
+            let line = line.strip_prefix("$ ").unwrap_or(line);
+            let line = line.split(['|', '>', '&', ';', '#']).next().unwrap_or("");
+            let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+            if let Some(at) = words.iter().position(|w| w == "scanledger") {
+                out.push(words[at + 1..].to_vec());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_flag_a_document_uses_is_in_help_and_the_reference() {
+    let reference = std::fs::read_to_string(repo().join("docs/REFERENCE.md")).unwrap();
+    let (_, global, _) = util::run(&["--help"]);
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for words in scanledger_commands(&text) {
+            // The global options and their values, then the command's words up to its first
+            // option: their `--help`.
+            let mut rest = words.as_slice();
+            while let Some((w, more)) = rest.split_first() {
+                if !w.starts_with('-') {
+                    break;
+                }
+                let takes_value = ["--store", "--wait", "--color"].contains(&w.as_str());
+                rest = if takes_value && more.first().is_some() {
+                    &more[1..]
+                } else {
+                    more
+                };
+            }
+            let mut sub: Vec<&str> = rest
+                .iter()
+                .take_while(|w| !w.starts_with('-'))
+                .take(2)
+                .map(String::as_str)
+                .collect();
+            sub.push("--help");
+            let (_, help, _) = util::run(&sub);
+            for w in &words {
+                let Some(flag) = w
+                    .strip_prefix("--")
+                    .map(|f| f.split('=').next().unwrap_or(f))
+                else {
+                    continue;
+                };
+                let flag = format!("--{flag}");
+                checked += 1;
+                if !global.contains(&flag) && !help.contains(&flag) {
+                    wrong.push(format!(
+                        "{}: {flag} is not in `scanledger {}`",
+                        doc.display(),
+                        sub.join(" ")
+                    ));
+                }
+                if !reference.contains(&flag) {
+                    wrong.push(format!(
+                        "{}: {flag} is not in docs/REFERENCE.md",
+                        doc.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked > 50, "only {checked} flags found in the documents");
+}
