@@ -511,7 +511,7 @@ fn every_flag_a_document_uses_is_in_help_and_the_reference() {
                     break;
                 }
                 let takes_value = ["--store", "--wait", "--color"].contains(&w.as_str());
-                rest = if takes_value && more.first().is_some() {
+                rest = if takes_value && !more.is_empty() {
                     &more[1..]
                 } else {
                     more
