@@ -39,7 +39,9 @@ else
   echo " A scanledger on PATH from \`cargo install --path .\`, or SCANLEDGER_BIN=PATH, skips this.)"
   # Cargo's own progress: a bar on a terminal, a line per crate in a pipe.
   cargo build --profile quick --no-default-features --features cli --bin scanledger
-  bin="$PWD/target/quick/scanledger"
+  # Where cargo put it: CARGO_TARGET_DIR or a config may move the target folder.
+  target_dir="$(cargo metadata --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+  bin="${target_dir:-$PWD/target}/quick/scanledger"
   echo "built in $((SECONDS - started)) s: $bin"
 fi
 work="${1:-target/demo}"
