@@ -35,7 +35,7 @@ elif on_path="$(command -v scanledger)" && [ "$("$on_path" --version 2>/dev/null
 else
   say "Building scanledger $version for the demo (store, replay and sim sources only)"
   echo "cargo build --profile quick --no-default-features --features cli --bin scanledger"
-  echo "(a fresh clone compiles about 90 crates, a few minutes on 2 cores; then it takes seconds."
+  echo "(a fresh clone compiles about 95 crates: 101 s on 2 busy cores; then it takes seconds."
   echo " A scanledger on PATH from \`cargo install --path .\`, or SCANLEDGER_BIN=PATH, skips this.)"
   # Cargo's own progress: a bar on a terminal, a line per crate in a pipe.
   cargo build --profile quick --no-default-features --features cli --bin scanledger
