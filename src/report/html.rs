@@ -13,7 +13,6 @@ use super::text::{self, escape, plural, show, thousands};
 use super::verdict::{title, verdict};
 use super::{timeline, RangeSummary, ReportInput};
 use crate::contract::IdCodecKind;
-use crate::receipt::Receipt;
 use crate::reconcile::Status;
 
 /// Ranges listed per label and per side of the comparison.
@@ -140,7 +139,7 @@ pub(super) fn page(input: &ReportInput) -> String {
         comparison(&mut h, input, reference);
     }
     super::shards::section(&mut h, r);
-    violations(&mut h, r);
+    violations(&mut h, input);
     labels(&mut h, input);
     receipt_fields(&mut h, input);
     let _ = write!(
@@ -368,13 +367,24 @@ fn comparison(h: &mut String, input: &ReportInput, reference: &super::Reference)
     }
 }
 
-fn violations(h: &mut String, r: &Receipt) {
+fn violations(h: &mut String, input: &ReportInput) {
+    let r = &input.receipt;
     h.push_str("<h2 id=\"violations\">Violations by page</h2>");
     let Some(svg) = timeline::svg(r) else {
+        let open = matches!(input.state.as_str(), "running" | "interrupted");
         let _ = write!(
             h,
-            "<p>No violation over {}: every page passed every rule.</p>",
-            plural(u64::from(r.pages_observed), "page")
+            "<p>No violation over {}: every page {}passed every rule.{}</p>",
+            plural(u64::from(r.pages_observed), "page"),
+            if open { "read so far " } else { "" },
+            if open {
+                format!(
+                    " The run has not reached its end (it is {}), so the pages after these were checked by no rule.",
+                    show(&input.state)
+                )
+            } else {
+                String::new()
+            }
         );
         return;
     };

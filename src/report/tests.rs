@@ -562,3 +562,19 @@ fn string_ids_are_not_shown_as_partitions_or_ranges_of_the_strings() {
     assert!(html.contains("<b>100</b><span>partitions</span>"));
     assert!(html.contains("https://e.com/a"));
 }
+
+#[test]
+fn an_interrupted_run_says_so_and_that_pages_after_it_were_checked_by_no_rule() {
+    let mut i = input(receipt(Status::Unknown, 2, 1), vec![(0, 2)]);
+    i.receipt.finished_at = None;
+    i.state = "interrupted".into();
+    let html = render(&i);
+    assert!(
+        html.contains("the run is interrupted: it stopped at its last commit before its end"),
+        "{html}"
+    );
+    assert!(html.contains("every page read so far passed every rule. The run has not reached its end (it is interrupted)"));
+    assert!(!html.contains("every page passed every rule"));
+    i.state = "finished".into();
+    assert!(render(&i).contains("No violation over 1 page: every page passed every rule."));
+}
