@@ -123,6 +123,26 @@ impl Pair<'_> {
         (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
     }
 
+    /// The text of `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`:
+    /// (exit, stdout, stderr).
+    fn verify_text(&self, extra: &[&str]) -> (i32, String, String) {
+        let (my, pg) = (self.path("my.redb"), self.path("pg.redb"));
+        let mut args = vec![
+            "--store",
+            &my,
+            "migration",
+            "verify",
+            "--from",
+            "run-1",
+            "--to",
+            "run-1",
+            "--other-store",
+            &pg,
+        ];
+        args.extend_from_slice(extra);
+        util::run(&args)
+    }
+
     /// `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`.
     fn verify(&self, extra: &[&str]) -> (i32, Value, String) {
         let pg = self.path("pg.redb");
@@ -190,6 +210,29 @@ fn equal_tables_verify_with_content_and_representations_hash_alike() {
     );
     assert_eq!(code, 2);
     assert!(err.contains("--across"), "{err}");
+    // Content columns that cannot be compared, as the recorded configs now say them: another
+    // number, or the same columns in another order, is an error naming both lists, never
+    // "content differs".
+    for cols in [json!(["amount", "ts"]), json!(["email", "ts", "amount"])] {
+        p.write(
+            "pg.json",
+            &json!({"dsn": DSN, "table": p.pg.name, "key": "id", "content": cols}).to_string(),
+        );
+        let (code, out, err) = p.verify_text(&["--content"]);
+        assert_eq!(code, 2, "{out} {err}");
+        let listed = cols
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{c}"))
+            .collect::<Vec<_>>();
+        assert!(
+            err.contains(r#"hashes ["amount", "ts", "email"]"#)
+                && err.contains(&format!("hashes [{}]", listed.join(", "))),
+            "{err}"
+        );
+        assert!(!out.contains("content differs") && !err.contains("content differs"));
+    }
 }
 
 #[test]
@@ -236,6 +279,13 @@ fn rows_deleted_in_the_target_are_listed_as_missing_exactly() {
     // Declared exclusions: exactly these differences verify; one too many fails.
     let mut listed: String = deleted.iter().map(|i| format!("{i}\n")).collect();
     let ex = p.write("excluded.txt", &format!("# not migrated\n{listed}"));
+    // The text counts the rows, and says how many partitions' content could not be compared.
+    let (code, text, _) = p.verify_text(&["--content"]);
+    assert_eq!(code, 4);
+    assert!(
+        text.contains("rows     100 missing, 0 extra, changed unknown; the content of 2 partitions was not compared: their IDs differ"),
+        "{text}"
+    );
     let (code, v, err) = p.verify(&["--exclude", &ex]);
     assert_eq!(code, 0, "{err} {v}");
     assert_eq!(v["verdict"], "verified", "{v}");
@@ -275,6 +325,18 @@ fn changed_values_are_named_by_content_and_a_targeted_reread() {
     assert_eq!(code, 4, "{err} {v}");
     assert_eq!(v["changed_partitions"], json!([0, 1]));
     assert_eq!(v["changed_count"], Value::Null);
+    let (_, text, _) = p.verify_text(&["--content"]);
+    assert!(
+        text.contains(
+            "rows     0 missing, 0 extra, changed in 2 partitions (--reread names the rows)\n"
+        ),
+        "{text}"
+    );
+    let (_, text, _) = p.verify_text(&["--content", "--reread"]);
+    assert!(
+        text.contains("rows     0 missing, 0 extra, 50 changed\n"),
+        "{text}"
+    );
     assert!(
         v["next"]
             .as_array()
