@@ -16,11 +16,12 @@
 //! One page in flight ahead: when a page has a successor, the core has its statement sent
 //! before the page is returned (`Dialect::ahead`), so the server computes it while the
 //! collector reconciles and checkpoints. The session's connection then belongs to that one
-//! query's future (`Ahead`), which nothing polls in the background: the request is written
-//! to the socket, the server's answer waits in the socket buffers. The next page takes the
-//! rows if it runs exactly that statement with the same parameters (the same session, so the
-//! same snapshot); anything else first reads the answer to its end and drops it, so the
-//! connection is always back in its session before another statement runs on it.
+//! statement's future (`Ahead`), which nothing polls in the background: the request is
+//! written to the socket, the server's answer waits in the socket buffers. The next page
+//! takes the answer's head and streams its rows (hashed as they arrive, as any page's) if it
+//! runs exactly that statement with the same parameters (the same session, so the same
+//! snapshot); anything else first reads the answer to its end and drops it, so the connection
+//! is always back in its session, with nothing pending, before another statement runs on it.
 
 use std::future::Future;
 use std::path::Path;
@@ -196,8 +197,9 @@ struct Session {
     generation: u64,
 }
 
-/// The rows of a page statement, or why it failed; with the connection it ran on.
-type Answer = (Conn, Result<Vec<Row>, mysql_async::Error>);
+/// The connection a page statement was sent on, its rows waiting there unread, or why the
+/// statement failed.
+type Answer = (Conn, Result<(), mysql_async::Error>);
 
 /// A page statement sent ahead: which, with what, and the future that owns the session's
 /// connection until it has read the answer.
@@ -208,12 +210,25 @@ struct Ahead {
 }
 
 impl Session {
-    /// The connection back from a statement sent ahead (its answer read and returned).
-    async fn settle(&mut self) -> Option<Result<Vec<Row>, mysql_async::Error>> {
+    /// The connection back from a statement sent ahead, the head of its answer read (or why
+    /// it failed); its rows wait on the connection.
+    async fn settle(&mut self) -> Option<Result<(), mysql_async::Error>> {
         let a = self.ahead.take()?;
         let (conn, answer) = a.answer.await;
         self.conn = Some(conn);
         Some(answer)
+    }
+
+    /// The connection back from a statement sent ahead, its rows read and dropped.
+    async fn discard(&mut self) -> Result<(), mysql_async::Error> {
+        match self.settle().await {
+            Some(Ok(())) => match self.conn.as_mut() {
+                Some(conn) => page::drop_sent(conn).await,
+                None => Ok(()),
+            },
+            Some(Err(e)) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -224,7 +239,7 @@ impl MyDialect {
         let Some(s) = self.session.as_mut() else {
             return;
         };
-        if let Some(Err(e)) = s.settle().await {
+        if let Err(e) = s.discard().await {
             if matches!(classify(&e), Class::Lost) {
                 self.session = None;
                 self.idle = None;
@@ -295,7 +310,7 @@ impl MyDialect {
     async fn close(&mut self) {
         if let Some(mut s) = self.session.take() {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, async move {
-                s.settle().await;
+                let _ = s.discard().await;
                 if let Some(mut conn) = s.conn.take() {
                     let _ = conn.query_drop("COMMIT").await;
                     let _ = conn.disconnect().await;
@@ -439,18 +454,19 @@ impl Dialect for MyDialect {
             .ahead
             .as_ref()
             .is_some_and(|a| a.id == stmt.id && a.params == params);
-        let read = match session.settle().await {
-            Some(answer) if asked => match answer {
-                Ok(read) => page::feed_all(&read, &self.kinds, rows),
-                Err(e) => Err(page::Stop::Driver(e)),
-            },
-            _ => match session.conn.as_mut() {
-                Some(conn) => {
-                    let params = params.iter().map(value::param).collect();
-                    page::read(conn, &stmt.text, params, &self.kinds, rows).await
-                }
-                None => return Err(FetchError::ServerError),
-            },
+        let sent = if asked {
+            session.settle().await
+        } else {
+            session.discard().await.err().map(Err)
+        };
+        let read = match (sent, session.conn.as_mut()) {
+            (Some(Err(e)), _) => Err(page::Stop::Driver(e)),
+            (_, None) => return Err(FetchError::ServerError),
+            (Some(Ok(())), Some(conn)) => page::read_sent(conn, &self.kinds, rows).await,
+            (None, Some(conn)) => {
+                let params = params.iter().map(value::param).collect();
+                page::read(conn, &stmt.text, params, &self.kinds, rows).await
+            }
         };
         match read {
             Ok(()) => Ok(()),
@@ -472,15 +488,15 @@ impl Dialect for MyDialect {
         let sql = stmt.text.clone();
         let values: Vec<mysql_async::Value> = params.iter().map(value::param).collect();
         let mut answer: Pin<Box<dyn Future<Output = Answer> + Send>> = Box::pin(async move {
-            let read = page::fetch_rows(&mut conn, &sql, values).await;
-            (conn, read)
+            let sent = page::send(&mut conn, &sql, values).await;
+            (conn, sent)
         });
         // One poll writes the statement to the socket (it is prepared: the page before ran
         // it) and stops at waiting for the server.
         let early = std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await;
         match early {
-            // An answer this early is not kept (a finished future must not be polled again);
-            // the next page asks again.
+            // An answer this early (a failure, or a head already there) is not kept: its rows
+            // are dropped when the connection runs its next statement, which asks again.
             Poll::Ready((conn, _)) => s.conn = Some(conn),
             Poll::Pending => {
                 s.ahead = Some(Ahead {

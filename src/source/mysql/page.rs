@@ -8,15 +8,15 @@
 //! cost more than its digest.) The page's bytes are counted while they arrive and the read
 //! stops at `PAGE_SIZE_BYTES_MAX`.
 //!
-//! A page read ahead (`fetch_rows`, while the collector checkpoints the page before it) is
-//! kept as rows, within the same bounds, and fed to the core when it asks (`feed_all`).
+//! A page sent ahead (`send`, while the collector checkpoints the page before it) waits on
+//! the connection, its rows unread, until the core asks for it (`read_sent`): its rows are
+//! then hashed as they arrive, as any page's, within the same bounds.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, Value};
+use mysql_async::{BinaryProtocol, Conn, QueryResult, Row, Value};
 
 use super::probe::Kind;
 use super::value;
-use crate::contract::PAGE_SIZE_BYTES_MAX;
 use crate::source::sql::rows::{Fed, PageRows};
 
 /// Why a page could not be read.
@@ -35,7 +35,39 @@ pub(crate) async fn read(
     kinds: &[Kind],
     rows: &mut PageRows<'_>,
 ) -> Result<(), Stop> {
-    let mut result = conn.exec_iter(sql, params).await.map_err(Stop::Driver)?;
+    let result = conn.exec_iter(sql, params).await.map_err(Stop::Driver)?;
+    stream(result, kinds, rows).await
+}
+
+/// Sends `sql` with `params` and waits only for the head of its answer (the columns): the
+/// rows stay on the connection, for [`read_sent`] (a page sent ahead).
+pub(crate) async fn send(
+    conn: &mut Conn,
+    sql: &str,
+    params: Vec<Value>,
+) -> Result<(), mysql_async::Error> {
+    conn.exec_iter(sql, params).await.map(drop)
+}
+
+/// Feeds to `rows`, as they arrive, the rows of the statement [`send`] left on `conn`.
+pub(crate) async fn read_sent(
+    conn: &mut Conn,
+    kinds: &[Kind],
+    rows: &mut PageRows<'_>,
+) -> Result<(), Stop> {
+    stream(QueryResult::<BinaryProtocol>::new(conn), kinds, rows).await
+}
+
+/// Drops what is left of the statement [`send`] left on `conn`, so another can run.
+pub(crate) async fn drop_sent(conn: &mut Conn) -> Result<(), mysql_async::Error> {
+    QueryResult::<BinaryProtocol>::new(conn).drop_result().await
+}
+
+async fn stream(
+    mut result: QueryResult<'_, 'static, BinaryProtocol>,
+    kinds: &[Kind],
+    rows: &mut PageRows<'_>,
+) -> Result<(), Stop> {
     let mut row_no = 0usize;
     while let Some(row) = result.next().await.map_err(Stop::Driver)? {
         row_no = row_no.saturating_add(1);
@@ -45,39 +77,6 @@ pub(crate) async fn read(
     }
     result.drop_result().await.map_err(Stop::Driver)?;
     Ok(())
-}
-
-/// Feeds rows already read (a prefetched page's) to `rows`.
-pub(crate) fn feed_all(read: &[Row], kinds: &[Kind], rows: &mut PageRows<'_>) -> Result<(), Stop> {
-    for (i, row) in read.iter().enumerate() {
-        if !feed(row, i.saturating_add(1), kinds, rows)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Runs `sql` with `params` and keeps its rows: a page read ahead, before the core asks for
-/// it. At most the statement's row limit, and the read stops once the rows pass
-/// `PAGE_SIZE_BYTES_MAX` bytes (the row that passes it is kept, so feeding the rows meets the
-/// same bound as a direct read).
-pub(crate) async fn fetch_rows(
-    conn: &mut Conn,
-    sql: &str,
-    params: Vec<Value>,
-) -> Result<Vec<Row>, mysql_async::Error> {
-    let mut result = conn.exec_iter(sql, params).await?;
-    let mut out = Vec::new();
-    let mut bytes = 0u64;
-    while let Some(row) = result.next().await? {
-        bytes = bytes.saturating_add(row_bytes(&row));
-        out.push(row);
-        if bytes > PAGE_SIZE_BYTES_MAX {
-            break;
-        }
-    }
-    result.drop_result().await?;
-    Ok(out)
 }
 
 fn row_bytes(row: &Row) -> u64 {
