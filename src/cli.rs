@@ -31,6 +31,7 @@ mod runs;
 mod scan;
 mod shard;
 mod show;
+mod sides;
 
 pub(crate) use error::CliError;
 pub(crate) use output::Out;
@@ -347,15 +348,19 @@ pub(crate) enum MigrationCommand {
     /// verified inventories, their ID sets are equal but for exactly the declared exclusions
     /// and, with --content, every record's content agrees; else `unknown` (3) or `failed` (4),
     /// with the missing, extra and changed IDs and what to run next.
+    /// A side given as a source (mysql:CONFIG.json, postgres:CONFIG.json, ...) is scanned
+    /// first, both sides at once, each as a durable run in its own store; the same command
+    /// after a kill continues them.
     #[command(
-        after_help = "Examples:\n  scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
+        after_help = "Examples:\n  scanledger migration verify --from mysql:my.json --to postgres:pg.json --content\n  \
+        scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
         --other-store pg.redb --content\n  \
         scanledger migration verify --from run-1 --to run-2 --content --reread --exclude excluded.txt"
     )]
     Verify(migration::VerifyArgs),
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WriteOpts {
     /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every
     /// page. A crash re-fetches at most the N - 1 pages since the last commit.

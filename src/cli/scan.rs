@@ -174,6 +174,63 @@ pub(crate) fn resume(
     finish(out, run, done)
 }
 
+/// Stops every run this process drives at its next page boundary, as a first Ctrl-C does (a
+/// side of `migration verify` that failed stops the other, which stays resumable).
+pub(crate) fn stop_all() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a run of this process was asked to stop (Ctrl-C, or a failed side).
+pub(crate) fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// One side of `migration verify` given a source: in the store `out.store`, the newest run of
+/// `contract`'s scope from `spec` that stopped short of its end is resumed
+/// (`Store::unfinished_run`), else a new run begins; it is scanned to its end without a
+/// progress bar. Returns its receipt and the run it resumed, if any.
+pub(crate) fn scan_side(
+    out: &Out,
+    contract: &Contract,
+    spec: &str,
+    write: &WriteOpts,
+) -> Result<(scanledger::Receipt, Option<RunId>), CliError> {
+    let mut source =
+        AnySource::open_for(spec, contract).map_err(|e| CliError::from(Error::Source(e)))?;
+    let rt = runtime()?;
+    rt.block_on(source.prepare())
+        .map_err(|e| CliError::from(Error::Source(e)))?;
+    let mut store = open_write(out, write.store_options())?;
+    let recorded = recordable(spec);
+    store.record_source(&source.recorded_spec(&recorded));
+    let resumed = store.unfinished_run(&contract.scope, &recorded)?;
+    let done = if let Some(run) = resumed {
+        let (writer, loaded) = store.resume(run, &Raise::default())?;
+        tracing::info!("{run} resumed");
+        let log = Watched::new(writer, out, write, contract.expected_count);
+        rt.block_on(async {
+            let done = scanledger::resume_with(loaded, log, None, &mut source).await;
+            source.close().await;
+            done
+        })
+    } else {
+        let started = scanledger::now_ms();
+        let mut rec = Reconciler::new(contract);
+        let (writer, interner) = store.begin(contract, started)?;
+        if let Some(interner) = interner {
+            rec.set_interner(interner);
+        }
+        tracing::info!("{} begun", writer.run());
+        let log = Watched::new(writer, out, write, contract.expected_count);
+        rt.block_on(async {
+            let done = scanledger::scan_with(contract, rec, log, started, &mut source).await;
+            source.close().await;
+            done
+        })
+    };
+    Ok((done.map_err(CliError::from)?.receipt(), resumed))
+}
+
 /// Prints the receipt of a scan (or the error that stopped it, with how to resume).
 fn finish(out: &Out, run: RunId, done: Result<ScanResult, Error>) -> Result<i32, CliError> {
     let done = match done {

@@ -53,6 +53,7 @@ mod simulation;
 mod snapshot;
 #[cfg(test)]
 mod tests;
+mod unfinished;
 mod writer;
 
 pub use engine::inside_engine_call;

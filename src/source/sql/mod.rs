@@ -304,7 +304,11 @@ impl<D: Dialect> SqlSource<D> {
             .map(|i| key::id_text(&i.id));
         let next = last.as_ref().map(|k| format!("{}{k}", D::CURSOR_TAG));
         match last.and_then(|k| Key::from_text(plan.key_type, &k)) {
-            Some(k) if self.config.page_delay.is_zero() && self.config.pause.is_zero() => {
+            Some(k)
+                if self.config.prefetch
+                    && self.config.page_delay.is_zero()
+                    && self.config.pause.is_zero() =>
+            {
                 let limit = PageRows::limit(page_size, true);
                 let params = plan.params(&plan.after, Some(&k), limit);
                 self.dialect.ahead(&plan.after, params).await;
