@@ -381,11 +381,8 @@ fn sharded(
             _ => (0, u64::MAX - 1),
         }
     };
-    // Near the top of the space fewer shards fit: as many as do.
-    let ranges = (1..=shards)
-        .rev()
-        .find_map(|n| crate::shard::split(lo, last, n).ok())
-        .ok_or_else(|| format!("{what}: no split of {lo}..={last}"))?;
+    let ranges = crate::shard::split(lo, last, shards)
+        .map_err(|e| format!("{what}: split of {lo}..={last}: {e}"))?;
     let split = crate::shard::Split {
         by: "min_max".to_owned(),
         lo,
