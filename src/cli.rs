@@ -165,10 +165,13 @@ pub(crate) enum Command {
     /// Cut a scan into shards of the key space, for job runners to scan side by side.
     #[command(
         after_help = "Examples:\n  scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan\n  \
-        scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan --hold-snapshot &\n\n\
+        scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan --hold-snapshot &\n  \
+        scanledger plan --release plan\n\n\
         Writes DIR/shard-K.json (one contract per shard) and then DIR/plan.json. Each shard is \
         scanned with `scanledger --store shard-K.redb scan --plan DIR/plan.json --shard K`, and \
-        the shard stores merged with `scanledger merge`."
+        the shard stores merged with `scanledger merge`. A held snapshot is released by a \
+        verified merge, `plan --release DIR`, Ctrl-C or SIGTERM, or the timeout; never by a \
+        merge that is not verified."
     )]
     Plan {
         /// The contract to cut (no key_range, no shard).

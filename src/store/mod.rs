@@ -48,8 +48,6 @@ mod schema;
 pub mod simdisk;
 #[cfg(all(test, not(feature = "sim-disk")))]
 mod simdisk;
-#[cfg(test)]
-mod simulation;
 mod snapshot;
 #[cfg(test)]
 mod tests;
