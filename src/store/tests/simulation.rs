@@ -15,7 +15,8 @@
 //!   `verified` only as the model allows, and then, on the single scan's snapshot, with the
 //!   single scan's root and counts.
 //!
-//! `SCANLEDGER_SIM_SEEDS=N` runs seeds 0..N (default 2,000); `SCANLEDGER_SIM_SEED=S` runs seed
+//! `SCANLEDGER_SIM_SEEDS=N` runs seeds 0..N (default 2,000), `SCANLEDGER_SIM_FROM=F` with it seeds
+//! F..F+N (a soak split over processes); `SCANLEDGER_SIM_SEED=S` runs seed
 //! S alone. A failing seed prints its one-line reproducer.
 
 use super::{check_no_stale_keys, check_run, Acks, Watched};
@@ -477,11 +478,11 @@ fn simulation() {
     let seeds: Vec<u64> = match std::env::var("SCANLEDGER_SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SCANLEDGER_SIM_SEED is a number")],
         Err(_) => {
-            let n = std::env::var("SCANLEDGER_SIM_SEEDS")
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(2_000u64);
-            (0..n).collect()
+            let var = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
+            let n: u64 = var("SCANLEDGER_SIM_SEEDS").unwrap_or(2_000);
+            // A soak split over processes: each runs its own slice of seeds.
+            let from: u64 = var("SCANLEDGER_SIM_FROM").unwrap_or(0);
+            (from..from.saturating_add(n)).collect()
         }
     };
     let mut faults = [0u64; 9];
