@@ -15,6 +15,9 @@
 //! First it prints the driver's own floor in the same run: the same keyset pages read with
 //! mysql_async alone, key only against key and the five columns, rows decoded and dropped.
 //!
+//! Last, one page in flight ahead (the default) against none (`"prefetch": false`), with
+//! content into a store file, alternating, and their ratio.
+//!
 //! `SCANLEDGER_BENCH_ONLY=content` (or `plain`) scans only one of the two configs, into memory,
 //! ten times: a loop to profile under `perf record`, with no ratio printed.
 //!
@@ -329,6 +332,42 @@ fn main() {
             }
             report(rows, rounds, sink, &without, &with);
         }
+        // One page in flight ahead against none, in the same run: the content config into a
+        // store file (where each page waits for its checkpoint's fsync), alternating.
+        let serial = dir.path().join(format!("serial-{rows}.json"));
+        std::fs::write(
+            &serial,
+            format!(
+                r#"{{"dsn": "{DSN}", "table": "{table}", "key": "id", "content": {CONTENT}, "prefetch": false}}"#
+            ),
+        )
+        .expect("write config");
+        let (mut ahead, mut none) = (Vec::new(), Vec::new());
+        let once = |config: &std::path::Path| {
+            rt.block_on(measure(
+                config,
+                rows,
+                server.as_deref(),
+                Some(store_path.as_path()),
+            ))
+        };
+        for round in 0..rounds {
+            if round % 2 == 0 {
+                none.push(once(&serial));
+                ahead.push(once(&content));
+            } else {
+                ahead.push(once(&content));
+                none.push(once(&serial));
+            }
+        }
+        let wall = |v: &[Sample]| median(v.iter().map(|s| s.wall.as_secs_f64()).collect());
+        let (n, a) = (wall(&none), wall(&ahead));
+        println!(
+            "one page in flight ahead, {rows} rows with 5 content columns into a store file, \
+             {rounds} rounds (medians):\n  none ahead (\"prefetch\": false): {n:.3} s; one ahead: \
+             {a:.3} s; ratio ahead/none {:.2}",
+            a / n
+        );
         if !keep {
             rt.block_on(sql(&[format!("DROP TABLE IF EXISTS {table}")]))
                 .expect("drop bench table");

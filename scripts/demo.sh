@@ -35,11 +35,13 @@ elif on_path="$(command -v scanledger)" && [ "$("$on_path" --version 2>/dev/null
 else
   say "Building scanledger $version for the demo (store, replay and sim sources only)"
   echo "cargo build --profile quick --no-default-features --features cli --bin scanledger"
-  echo "(a fresh clone compiles about 90 crates, a few minutes on 2 cores; then it takes seconds."
+  echo "(a fresh clone compiles about 95 crates: 101 s on 2 busy cores; then it takes seconds."
   echo " A scanledger on PATH from \`cargo install --path .\`, or SCANLEDGER_BIN=PATH, skips this.)"
   # Cargo's own progress: a bar on a terminal, a line per crate in a pipe.
   cargo build --profile quick --no-default-features --features cli --bin scanledger
-  bin="$PWD/target/quick/scanledger"
+  # Where cargo put it: CARGO_TARGET_DIR or a config may move the target folder.
+  target_dir="$(cargo metadata --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+  bin="${target_dir:-$PWD/target}/quick/scanledger"
   echo "built in $((SECONDS - started)) s: $bin"
 fi
 work="${1:-target/demo}"

@@ -31,6 +31,7 @@ mod runs;
 mod scan;
 mod shard;
 mod show;
+mod sides;
 mod sync;
 
 pub(crate) use error::CliError;
@@ -165,10 +166,13 @@ pub(crate) enum Command {
     /// Cut a scan into shards of the key space, for job runners to scan side by side.
     #[command(
         after_help = "Examples:\n  scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan\n  \
-        scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan --hold-snapshot &\n\n\
+        scanledger plan --contract contract.json --source postgres:pg.json --shards 8 --out plan --hold-snapshot &\n  \
+        scanledger plan --release plan\n\n\
         Writes DIR/shard-K.json (one contract per shard) and then DIR/plan.json. Each shard is \
         scanned with `scanledger --store shard-K.redb scan --plan DIR/plan.json --shard K`, and \
-        the shard stores merged with `scanledger merge`."
+        the shard stores merged with `scanledger merge`. A held snapshot is released by a \
+        verified merge, `plan --release DIR`, Ctrl-C or SIGTERM, or the timeout; never by a \
+        merge that is not verified."
     )]
     Plan {
         /// The contract to cut (no key_range, no shard).
@@ -358,15 +362,19 @@ pub(crate) enum MigrationCommand {
     /// verified inventories, their ID sets are equal but for exactly the declared exclusions
     /// and, with --content, every record's content agrees; else `unknown` (3) or `failed` (4),
     /// with the missing, extra and changed IDs and what to run next.
+    /// A side given as a source (mysql:CONFIG.json, postgres:CONFIG.json, ...) is scanned
+    /// first, both sides at once, each as a durable run in its own store; the same command
+    /// after a kill continues them.
     #[command(
-        after_help = "Examples:\n  scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
+        after_help = "Examples:\n  scanledger migration verify --from mysql:my.json --to postgres:pg.json --content\n  \
+        scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
         --other-store pg.redb --content\n  \
         scanledger migration verify --from run-1 --to run-2 --content --reread --exclude excluded.txt"
     )]
     Verify(migration::VerifyArgs),
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WriteOpts {
     /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every
     /// page. A crash re-fetches at most the N - 1 pages since the last commit.

@@ -113,14 +113,14 @@ pub use evidence::{
 };
 // The answers: one typed report per question, for every face (docs/REFERENCE.md §8).
 pub use evidence::{
-    compare as compare_runs, diff_content, diff_report, export_of, gaps_of, mcp_server_of,
-    missing_report, page_report, parse_given, run_names, run_side, runs_report, shell_word,
-    verify_migration, verify_report, Compared, ContentReport, DiffReport, EmitError, ExcludeError,
-    Export, ExportError, ExportShape, ExportSummary, Gaps, GivenId, IdTextError, MigrationError,
-    MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport, RangeError,
-    RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow, RunSide,
-    RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX,
-    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+    check_source_columns, compare as compare_runs, diff_content, diff_report, export_of, gaps_of,
+    mcp_server_of, missing_report, page_report, parse_given, run_names, run_side, runs_report,
+    shell_word, verify_migration, verify_report, Compared, ContentReport, DiffReport, EmitError,
+    ExcludeError, Export, ExportError, ExportShape, ExportSummary, Gaps, GivenId, IdTextError,
+    MigrationError, MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport,
+    RangeError, RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow,
+    RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which,
+    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
 };
 pub use evidence::{
     write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,

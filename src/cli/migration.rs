@@ -13,6 +13,7 @@ use scanledger::{
     Which,
 };
 
+use super::sides::{scan_sides, SideArg};
 use super::{open_read, CliError, Out, RunArg};
 
 /// Where the other run lives and whether another collection may be compared.
@@ -146,12 +147,19 @@ pub(crate) fn migration_error(e: MigrationError) -> CliError {
 /// The arguments of `migration verify`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
-    /// The scan of the source collection (run-N, N or latest).
-    #[arg(long, value_name = "RUN")]
-    pub from: RunArg,
-    /// The scan of the target collection (run-N, N or latest; in --other-store if given).
-    #[arg(long, value_name = "RUN")]
-    pub to: RunArg,
+    /// The source collection: a run (run-N, N or latest) or a source to scan
+    /// (mysql:CONFIG.json, postgres:CONFIG.json, ...), whose run goes into --store.
+    #[arg(long, value_name = "RUN|SOURCE")]
+    pub from: String,
+    /// The target collection: a run (in --other-store if given) or a source to scan, whose
+    /// run goes into --other-store [default for a source: --store's name with .to before
+    /// .redb].
+    #[arg(long, value_name = "RUN|SOURCE")]
+    pub to: String,
+    /// The contract both scanned sides run under [default: named after each source, 5000
+    /// items a page, on_expired_cursor restart].
+    #[arg(long, value_name = "FILE")]
+    pub contract: Option<PathBuf>,
     /// IDs deliberately not migrated (or present only in the target), one per line exactly
     /// as the runs write them; the differences must be exactly these.
     #[arg(long, value_name = "FILE")]
@@ -164,15 +172,49 @@ pub(crate) struct VerifyArgs {
     pub other_store: Option<PathBuf>,
     #[command(flatten)]
     pub content: ContentOpts,
+    #[command(flatten)]
+    pub write: super::WriteOpts,
 }
 
-/// `migration verify --from RUN --to RUN [--content [--reread]] [--exclude FILE]`.
+/// `migration verify --from RUN|SOURCE --to RUN|SOURCE [--content [--reread]] [--exclude FILE]`.
 pub(crate) fn verify(out: &Out, args: &VerifyArgs) -> Result<i32, CliError> {
-    let stores = Stores::open(out, args.other_store.as_deref())?;
+    let from = SideArg::parse(&args.from, "--from")?;
+    let to = SideArg::parse(&args.to, "--to")?;
+    let (from, to, other_store) = match (from, to) {
+        (SideArg::Run(from), SideArg::Run(to)) => (from, to, args.other_store.clone()),
+        (from, to) => {
+            if let (SideArg::Source(a), SideArg::Source(b)) = (&from, &to) {
+                if args.content.content || args.content.reread {
+                    scanledger::check_source_columns(a, b).map_err(migration_error)?;
+                }
+            }
+            let s = scan_sides(
+                out,
+                from,
+                to,
+                args.other_store.as_deref(),
+                args.contract.as_deref(),
+                &args.write,
+            )?;
+            (s.from, s.to, s.other_store)
+        }
+    };
+    verdict(out, args, from, to, other_store.as_deref())
+}
+
+/// The verdict over two stored runs, rendered; the exit code is its status.
+fn verdict(
+    out: &Out,
+    args: &VerifyArgs,
+    from: RunArg,
+    to: RunArg,
+    other_store: Option<&Path>,
+) -> Result<i32, CliError> {
+    let stores = Stores::open(out, other_store)?;
     let snap = stores.main.read()?;
     let other_snap = stores.other.as_ref().map(Store::read).transpose()?;
     let to_snap = other_snap.as_ref().unwrap_or(&snap);
-    let (from, to) = runs_at(out, &stores, (&snap, to_snap), args.from, args.to)?;
+    let (from, to) = runs_at(out, &stores, (&snap, to_snap), from, to)?;
     let mut request = MigrationRequest::new();
     request.exclude.clone_from(&args.exclude);
     request.content = args.content.content;

@@ -6,7 +6,10 @@
 //! partial receipt and the exact resume command follow, and the exit code is 3. A second
 //! Ctrl-C quits at once (exit 130); the store then holds the run up to its last commit and
 //! `runs` shows it `interrupted`. A source that cannot go on (a replay file without an
-//! answer) leaves the run interrupted too, and the error says how to resume it.
+//! answer) leaves the run interrupted too, and the error says how to resume it, unless it
+//! stopped before its first page: a source is prepared (a SQL config checked against the
+//! catalogue) before the run begins, and a run a source refuses at its first request is
+//! removed, so no run is left that `resume` would only fail on again (REFERENCE §9).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,10 +73,11 @@ pub(crate) fn scan_contract_in(
     let mut source =
         AnySource::open_for(spec, &contract).map_err(|e| CliError::from(Error::Source(e)))?;
     let rt = runtime()?;
-    // An MCP server is started (or reached) before the run begins, so a server that cannot
-    // be had records nothing, and the run records who answered.
+    // An MCP server is started (or reached), and a SQL config checked against the server's
+    // catalogue, before the run begins: a source that cannot be had records nothing, and the
+    // run records who answered.
     rt.block_on(source.prepare())
-        .map_err(|e| CliError::from(Error::Source(e)))?;
+        .map_err(|e| nothing_recorded(CliError::from(Error::Source(e)), None))?;
     if let Some(path) = joined {
         super::sync::join(out, &rt, &mut source, &contract, path)?;
     }
@@ -93,7 +97,39 @@ pub(crate) fn scan_contract_in(
         source.close().await;
         done
     });
+    if matches!(done, Err(Error::Source(_))) && refused_before_first_page(&mut store, run) {
+        if let Err(e) = done {
+            return Err(nothing_recorded(CliError::from(e), Some(run)));
+        }
+    }
     finish(out, run, done)
+}
+
+/// Whether a run the source stopped with an error had committed no page (and was not
+/// restarted): it is then deleted, so no run is left that `resume` would only fail on again.
+/// A run that cannot be deleted stays as it is (`runs` shows it interrupted).
+fn refused_before_first_page(store: &mut scanledger::Store, run: RunId) -> bool {
+    let empty = store
+        .read()
+        .ok()
+        .and_then(|snap| snap.header(run).ok())
+        .is_some_and(|h| h.pages_observed == 0 && h.state != scanledger::RunState::Superseded);
+    empty && store.delete_run(run).is_ok()
+}
+
+/// An error that stopped a scan before its first page: nothing is kept (`deleted`: the run
+/// begun for it, now removed), so the hint is to correct the input and scan again.
+fn nothing_recorded(mut err: CliError, deleted: Option<RunId>) -> CliError {
+    let kept = deleted.map_or_else(
+        || "nothing was recorded".to_owned(),
+        |run| format!("nothing was kept ({run}, begun for it, was removed)"),
+    );
+    let fix = format!("the source was refused before its first page, so {kept}: correct what the error names and run the same scan again");
+    err.hint = Some(match err.hint.take() {
+        Some(h) => format!("{h}; {fix}"),
+        None => fix,
+    });
+    err
 }
 
 /// `resume RUN [--source SPEC] [--max-... N]`.
@@ -130,11 +166,17 @@ pub(crate) fn resume(
     };
     let expected = header.contract.expected_count;
     // The source checks its configuration against the run's own contract (its end signal).
-    let mut source = AnySource::open_for(&spec, &header.contract)
-        .map_err(|e| CliError::from(Error::Source(e)))?;
+    let unchanged = |e: scanledger::SourceError| {
+        let mut err = CliError::from(Error::Source(e));
+        err.hint = Some(format!(
+            "{run} is unchanged: correct the source, then continue it with `{}`",
+            out.resume_command(run)
+        ));
+        err
+    };
+    let mut source = AnySource::open_for(&spec, &header.contract).map_err(unchanged)?;
     let rt = runtime()?;
-    rt.block_on(source.prepare())
-        .map_err(|e| CliError::from(Error::Source(e)))?;
+    rt.block_on(source.prepare()).map_err(unchanged)?;
     store.record_source(&source.recorded_spec(&recordable(&spec)));
     let (writer, loaded) = store.resume(run, raise)?;
     tracing::info!("{run} resumed");
@@ -145,6 +187,63 @@ pub(crate) fn resume(
         done
     });
     finish(out, run, done)
+}
+
+/// Stops every run this process drives at its next page boundary, as a first Ctrl-C does (a
+/// side of `migration verify` that failed stops the other, which stays resumable).
+pub(crate) fn stop_all() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a run of this process was asked to stop (Ctrl-C, or a failed side).
+pub(crate) fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// One side of `migration verify` given a source: in the store `out.store`, the newest run of
+/// `contract`'s scope from `spec` that stopped short of its end is resumed
+/// (`Store::unfinished_run`), else a new run begins; it is scanned to its end without a
+/// progress bar. Returns its receipt and the run it resumed, if any.
+pub(crate) fn scan_side(
+    out: &Out,
+    contract: &Contract,
+    spec: &str,
+    write: &WriteOpts,
+) -> Result<(scanledger::Receipt, Option<RunId>), CliError> {
+    let mut source =
+        AnySource::open_for(spec, contract).map_err(|e| CliError::from(Error::Source(e)))?;
+    let rt = runtime()?;
+    rt.block_on(source.prepare())
+        .map_err(|e| CliError::from(Error::Source(e)))?;
+    let mut store = open_write(out, write.store_options())?;
+    let recorded = recordable(spec);
+    store.record_source(&source.recorded_spec(&recorded));
+    let resumed = store.unfinished_run(&contract.scope, &recorded)?;
+    let done = if let Some(run) = resumed {
+        let (writer, loaded) = store.resume(run, &Raise::default())?;
+        tracing::info!("{run} resumed");
+        let log = Watched::new(writer, out, write, contract.expected_count);
+        rt.block_on(async {
+            let done = scanledger::resume_with(loaded, log, None, &mut source).await;
+            source.close().await;
+            done
+        })
+    } else {
+        let started = scanledger::now_ms();
+        let mut rec = Reconciler::new(contract);
+        let (writer, interner) = store.begin(contract, started)?;
+        if let Some(interner) = interner {
+            rec.set_interner(interner);
+        }
+        tracing::info!("{} begun", writer.run());
+        let log = Watched::new(writer, out, write, contract.expected_count);
+        rt.block_on(async {
+            let done = scanledger::scan_with(contract, rec, log, started, &mut source).await;
+            source.close().await;
+            done
+        })
+    };
+    Ok((done.map_err(CliError::from)?.receipt(), resumed))
 }
 
 /// Prints the receipt of a scan (or the error that stopped it, with how to resume).

@@ -662,8 +662,9 @@ fn retry_shards(shards: &[scanledger::ShardEntry]) -> Vec<(u32, String)> {
                 (ShardFinding::Conflict, _) => {
                     "has several attempts (merge one store of it)".to_owned()
                 }
+                (_, Some(Status::Unknown)) => "ended unknown (scanning it again continues its attempt where it can; otherwise scan it into a new store and merge that one instead)".to_owned(),
                 (_, status) => format!(
-                    "ended {} (its store holds a finished attempt: scan it into a new store)",
+                    "ended {} (its store holds that finished attempt: scan it into a new store and merge that one instead)",
                     status.map_or("-", Status::as_str)
                 ),
             };

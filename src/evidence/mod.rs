@@ -38,9 +38,9 @@ pub use lists::{
     compare, diff_report, missing_report, Compared, DiffReport, MissingReport, RunAt, Which,
 };
 pub use migration::{
-    diff_content, shell_word, verify_migration, ContentReport, ExcludeError, MigrationError,
-    MigrationLists, MigrationReport, MigrationRequest, RereadFailure, RereadReport, RereadSources,
-    Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+    check_source_columns, diff_content, shell_word, verify_migration, ContentReport, ExcludeError,
+    MigrationError, MigrationLists, MigrationReport, MigrationRequest, RereadFailure, RereadReport,
+    RereadSources, Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
 };
 pub use runs::{
     mcp_server_of, page_report, runs_report, verify_report, PageReport, RunFilter, RunRef,

@@ -401,11 +401,19 @@ impl MissingReport {
         if self.missing_ranges_total == 0 {
             write!(w, "{run} lacks nothing that {reference} has")?;
         } else {
-            let head = format!(
-                "{run} lacks {} that {reference} has, in {}:\n  ",
-                count(self.missing_count, "ID", "IDs"),
-                count(self.missing_ranges_total, "range", "ranges")
-            );
+            // String IDs are listed one by one: no "ranges" of them.
+            let head = if self.words.strings {
+                format!(
+                    "{run} lacks {} that {reference} has:\n  ",
+                    count(self.missing_count, "ID", "IDs")
+                )
+            } else {
+                format!(
+                    "{run} lacks {} that {reference} has, in {}:\n  ",
+                    count(self.missing_count, "ID", "IDs"),
+                    count(self.missing_ranges_total, "range", "ranges")
+                )
+            };
             let (shown, total) = (&self.missing_ranges, self.missing_ranges_total);
             list_line(w, &head, "missing_ranges", shown, total, streams)?;
         }

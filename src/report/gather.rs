@@ -7,12 +7,16 @@
 //! the existing diff machinery (`evidence::diff_runs`: Merkle leaves first, then only the
 //! differing partitions), with the reference as the old side and the run as the new one.
 
+use crate::contract::IdCodecKind;
 use crate::evidence::{diff_runs, DiffError, RangeList};
 use crate::idset::IdSet;
 use crate::receipt::{Ranges, Receipt, RunId};
 use crate::store::Snapshot;
 
 use super::{RangeSummary, Reference, ReportInput};
+
+/// String IDs a comparison lists one by one (the report shows the first 8 of a list).
+const IDS_LISTED_MAX: usize = 8;
 
 /// Gathers the report of `run`, compared with `against`, from one read view of the store.
 ///
@@ -44,18 +48,43 @@ pub fn gather(
                     ranges_total: list.ranges_total,
                 }
             };
+            // String IDs are numbered by the collection's dictionary in the order it first
+            // saw them, so a range of them would read as alphabetical and is not: the
+            // comparison lists them one by one.
+            let shown = |set: &IdSet| {
+                if loaded.contract.id_codec != IdCodecKind::String {
+                    return summary(set);
+                }
+                let list = RangeList::of(set);
+                let ranges = list
+                    .shown
+                    .iter()
+                    .flat_map(|&(first, last)| (first..=last).take(IDS_LISTED_MAX))
+                    .take(IDS_LISTED_MAX)
+                    .map(|id| {
+                        let one = codec.render(id);
+                        format!("{one}..{one}")
+                    })
+                    .collect();
+                RangeSummary {
+                    count: set.len(),
+                    ranges,
+                    ranges_total: set.len(),
+                }
+            };
             let removed = summary(&rd.diff.removed);
             receipt.missing_id_ranges = Some(Ranges {
                 ranges: removed.ranges.clone(),
                 ranges_total: removed.ranges_total,
             });
+            let removed = shown(&rd.diff.removed);
             Some(Reference {
                 run_id: other.to_string(),
                 coverage_status: theirs.reconciler.status(),
                 snapshot_id: theirs.reconciler.progress().pinned_snapshot.clone(),
                 unique_ids: theirs.reconciler.ids().len(),
                 partitions: counts(theirs.reconciler.ids()),
-                added: summary(&rd.diff.added),
+                added: shown(&rd.diff.added),
                 removed,
                 partitions_differing: rd.diff.partitions_differing,
             })

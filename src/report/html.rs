@@ -12,7 +12,7 @@ use super::map::{self, CellState};
 use super::text::{self, escape, plural, show, thousands};
 use super::verdict::{title, verdict};
 use super::{timeline, RangeSummary, ReportInput};
-use crate::receipt::Receipt;
+use crate::contract::IdCodecKind;
 use crate::reconcile::Status;
 
 /// Ranges listed per label and per side of the comparison.
@@ -139,8 +139,8 @@ pub(super) fn page(input: &ReportInput) -> String {
         comparison(&mut h, input, reference);
     }
     super::shards::section(&mut h, r);
-    violations(&mut h, r);
-    labels(&mut h, r);
+    violations(&mut h, input);
+    labels(&mut h, input);
     receipt_fields(&mut h, input);
     let _ = write!(
         h,
@@ -177,7 +177,15 @@ fn figures(h: &mut String, input: &ReportInput) {
             "page observed",
             "pages observed",
         ),
-        noun(r.partitions, "partition", "partitions"),
+        if strings(input) {
+            noun(
+                r.partitions,
+                "bucket of the strings' digests",
+                "buckets of the strings' digests",
+            )
+        } else {
+            noun(r.partitions, "partition", "partitions")
+        },
         noun(r.duplicate_ids, "duplicate ID", "duplicate IDs"),
         noun(violations, "violation", "violations"),
         noun(r.labels.len() as u64, "label", "labels"),
@@ -201,7 +209,14 @@ fn swatch(state: CellState) -> String {
 
 fn coverage(h: &mut String, input: &ReportInput, cov: &map::CoverageMap) {
     h.push_str("<h2 id=\"coverage\">Coverage map</h2>");
-    let _ = write!(h, "<p id=\"map-summary\">{}</p>", map::summary(cov));
+    let _ = write!(
+        h,
+        "<p id=\"map-summary\">{}</p>",
+        map::summary(cov, strings(input))
+    );
+    if strings(input) && !cov.cells.is_empty() {
+        h.push_str("<p class=\"note\">These are string IDs: each is numbered by the collection's dictionary in the order the dictionary first saw it, so a partition is not a range of the strings (neither alphabetical nor by length). The receipt's buckets are another thing: buckets of the strings' digests, which its Merkle root is computed over.</p>");
+    }
     if cov.cells.is_empty() {
         return;
     }
@@ -249,7 +264,15 @@ fn singleton(range: &str) -> &str {
     }
 }
 
-fn range_list(s: &RangeSummary) -> String {
+/// Whether the run's IDs are strings (numbered by the collection's dictionary, so ranges of
+/// them are not ranges of the strings).
+fn strings(input: &ReportInput) -> bool {
+    input.id_codec == IdCodecKind::String
+}
+
+/// The first ranges of a list (for string IDs, which `gather` lists one by one: the first
+/// IDs), then how many more `noun`s.
+fn range_list(s: &RangeSummary, noun: &str) -> String {
     if s.ranges_total == 0 {
         return "—".to_owned();
     }
@@ -265,7 +288,7 @@ fn range_list(s: &RangeSummary) -> String {
         let _ = write!(
             out,
             " <span class=\"note\">and {}</span>",
-            text::more(more, "range")
+            text::more(more, noun)
         );
     }
     out
@@ -276,6 +299,7 @@ fn comparison(h: &mut String, input: &ReportInput, reference: &super::Reference)
     let (run, other) = (show(&r.run_id), show(&reference.run_id));
     let _ = write!(h, "<h2 id=\"against\">Against {other}</h2>");
     let (added, removed) = (reference.added.count, reference.removed.count);
+    let noun = if strings(input) { "ID" } else { "range" };
     let sentence = match (added, removed) {
         (0, 0) => format!(
             "{run} and {other} hold the same {} IDs.",
@@ -327,9 +351,9 @@ fn comparison(h: &mut String, input: &ReportInput, reference: &super::Reference)
         reference.coverage_status.as_str(),
         thousands(reference.unique_ids),
         thousands(removed),
-        range_list(&reference.removed),
+        range_list(&reference.removed, noun),
         thousands(added),
-        range_list(&reference.added),
+        range_list(&reference.added, noun),
         thousands(reference.partitions_differing.len() as u64),
         if parts.is_empty() { "—".to_owned() } else { parts.join(", ") },
         if parts_more > 0 { format!(" and {} more", thousands(parts_more)) } else { String::new() }
@@ -343,13 +367,24 @@ fn comparison(h: &mut String, input: &ReportInput, reference: &super::Reference)
     }
 }
 
-fn violations(h: &mut String, r: &Receipt) {
+fn violations(h: &mut String, input: &ReportInput) {
+    let r = &input.receipt;
     h.push_str("<h2 id=\"violations\">Violations by page</h2>");
     let Some(svg) = timeline::svg(r) else {
+        let open = matches!(input.state.as_str(), "running" | "interrupted");
         let _ = write!(
             h,
-            "<p>No violation over {}: every page passed every rule.</p>",
-            plural(u64::from(r.pages_observed), "page")
+            "<p>No violation over {}: every page {}passed every rule.{}</p>",
+            plural(u64::from(r.pages_observed), "page"),
+            if open { "read so far " } else { "" },
+            if open {
+                format!(
+                    " The run has not reached its end (it is {}), so the pages after these were checked by no rule.",
+                    show(&input.state)
+                )
+            } else {
+                String::new()
+            }
         );
         return;
     };
@@ -380,13 +415,18 @@ fn violations(h: &mut String, r: &Receipt) {
     }
 }
 
-fn labels(h: &mut String, r: &Receipt) {
+fn labels(h: &mut String, input: &ReportInput) {
+    let r = &input.receipt;
     h.push_str("<h2 id=\"labels\">Labels</h2>");
     if r.labels.is_empty() {
         h.push_str("<p>No item carried a label.</p>");
         return;
     }
-    h.push_str("<table><thead><tr><th>label</th><th>IDs</th><th>share</th><th>ID ranges</th></tr></thead><tbody>");
+    let _ = write!(
+        h,
+        "<table><thead><tr><th>label</th><th>IDs</th><th>share</th><th>{}</th></tr></thead><tbody>",
+        if strings(input) { "which" } else { "ID ranges" }
+    );
     for (name, l) in &r.labels {
         let share = if r.unique_ids_observed == 0 {
             "—".to_owned()
@@ -395,17 +435,29 @@ fn labels(h: &mut String, r: &Receipt) {
             let pm = u128::from(l.count) * 1000 / u128::from(r.unique_ids_observed);
             format!("{}.{}%", pm / 10, pm % 10)
         };
-        let ranges = RangeSummary {
-            count: l.count,
-            ranges: l.ranges.clone(),
-            ranges_total: l.ranges_total,
+        let ranges = if strings(input) {
+            // Ranges of dictionary numbers would read as alphabetical ranges of the strings.
+            format!(
+                "<span class=\"note\"><code>scanledger export {} --label {}</code> lists them</span>",
+                show(&r.run_id),
+                show(name)
+            )
+        } else {
+            range_list(
+                &RangeSummary {
+                    count: l.count,
+                    ranges: l.ranges.clone(),
+                    ranges_total: l.ranges_total,
+                },
+                "range",
+            )
         };
         let _ = write!(
             h,
             "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{share}</td><td class=\"ranges\">{}</td></tr>",
             show(name),
             thousands(l.count),
-            range_list(&ranges)
+            ranges
         );
     }
     h.push_str("</tbody></table>");
@@ -440,7 +492,14 @@ fn receipt_fields(h: &mut String, input: &ReportInput) {
         ("duplicate IDs", thousands(r.duplicate_ids)),
         ("records expected", num(r.records_expected)),
         ("count total", num(r.count_total)),
-        ("partitions", thousands(r.partitions)),
+        (
+            if strings(input) {
+                "buckets (strings' digests)"
+            } else {
+                "partitions"
+            },
+            thousands(r.partitions),
+        ),
         (
             "limits hit",
             if r.limits_hit.is_empty() {

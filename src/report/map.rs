@@ -377,16 +377,18 @@ pub(crate) fn svg(input: &ReportInput, map: &CoverageMap) -> Option<String> {
     Some(s)
 }
 
-/// The sentence under the map's title (escaped HTML): how many partitions, what a cell is.
+/// The sentence under the map's title (escaped HTML): how many partitions, what a cell is
+/// (for `strings`, a partition is of the dictionary's numbers, not of the strings).
 #[must_use]
-pub(crate) fn summary(map: &CoverageMap) -> String {
+pub(crate) fn summary(map: &CoverageMap, strings: bool) -> String {
     if map.cells.is_empty() {
         return "<strong id=\"map-partitions\">0</strong> partitions: no ID was observed, none was expected and there is no reference, so the map is empty.".to_owned();
     }
     let mut s = format!(
-        "<strong id=\"map-partitions\">{}</strong> partition{} hold this run's IDs (a partition is 65,536 consecutive IDs), across partition indexes {}–{}.",
+        "<strong id=\"map-partitions\">{}</strong> partition{} hold this run's IDs (a partition is 65,536 consecutive {}), across partition indexes {}–{}.",
         thousands(map.partitions_observed),
         if map.partitions_observed == 1 { "" } else { "s" },
+        if strings { "dictionary numbers of the strings" } else { "IDs" },
         thousands(map.first),
         thousands(map.last)
     );

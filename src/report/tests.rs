@@ -346,7 +346,7 @@ fn maps_past_the_cell_bound_aggregate_and_say_so() {
     );
     assert_eq!(last.states[CellState::Present as usize], 1);
     assert_eq!(m.state_counts.iter().sum::<u64>(), m.span());
-    let summary = map::summary(&m);
+    let summary = map::summary(&m, false);
     assert!(summary.contains("Aggregated:</strong> the 10,001 partitions of the span are drawn as 3,334 cells of 3 partitions each"), "{summary}");
     let html = render(&i);
     assert_eq!(
@@ -505,4 +505,76 @@ fn a_merged_runs_report_lists_its_shards_the_unsettled_first_and_bounded() {
     assert_eq!(html[at..].matches("<code>merged</code>").count(), 64);
     assert!(html[at..].contains("4,032 more shards, merged and verified, are not shown"));
     assert!(html.len() < REPORT_BYTES_MAX);
+}
+
+#[test]
+fn string_ids_are_not_shown_as_partitions_or_ranges_of_the_strings() {
+    let mut r = receipt(Status::Verified, 100, 2);
+    r.id_codec = IdCodecKind::String;
+    r.partitions = 100;
+    r.labels.insert(
+        "old".into(),
+        LabelSummary {
+            count: 10,
+            ranges: vec!["https://e.com/a..https://e.com/c".into()],
+            ranges_total: 1,
+        },
+    );
+    let mut i = input(r.clone(), vec![(0, 100)]);
+    i.id_codec = IdCodecKind::String;
+    i.reference = Some(Reference {
+        run_id: "run-1".into(),
+        coverage_status: Status::Verified,
+        snapshot_id: None,
+        unique_ids: 103,
+        partitions: vec![(0, 103)],
+        added: RangeSummary {
+            count: 0,
+            ranges: Vec::new(),
+            ranges_total: 0,
+        },
+        removed: RangeSummary {
+            count: 9,
+            ranges: (1..=8).map(|n| format!("u{n}..u{n}")).collect(),
+            ranges_total: 9,
+        },
+        partitions_differing: vec![0],
+    });
+    let html = render(&i);
+    assert!(
+        html.contains("<b>100</b><span>buckets of the strings' digests</span>"),
+        "{html}"
+    );
+    assert!(html.contains("<dt>buckets (strings' digests)</dt><dd>100</dd>"));
+    assert!(html.contains("65,536 consecutive dictionary numbers of the strings"));
+    assert!(html.contains("not a range of the strings"));
+    // A label's dictionary range would read as alphabetical: export lists its IDs instead.
+    assert!(!html.contains("https://e.com/a"), "{html}");
+    assert!(html.contains("<code>scanledger export run-2 --label old</code> lists them"));
+    // The comparison lists string IDs one by one, and counts the rest as IDs.
+    assert!(
+        html.contains("<code>u8</code> <span class=\"note\">and 1 more ID</span>"),
+        "{html}"
+    );
+    // The same run with integer IDs keeps its partitions and ranges.
+    r.id_codec = IdCodecKind::Int;
+    let html = render(&input(r, vec![(0, 100)]));
+    assert!(html.contains("<b>100</b><span>partitions</span>"));
+    assert!(html.contains("https://e.com/a"));
+}
+
+#[test]
+fn an_interrupted_run_says_so_and_that_pages_after_it_were_checked_by_no_rule() {
+    let mut i = input(receipt(Status::Unknown, 2, 1), vec![(0, 2)]);
+    i.receipt.finished_at = None;
+    i.state = "interrupted".into();
+    let html = render(&i);
+    assert!(
+        html.contains("the run is interrupted: it stopped at its last commit before its end"),
+        "{html}"
+    );
+    assert!(html.contains("every page read so far passed every rule. The run has not reached its end (it is interrupted)"));
+    assert!(!html.contains("every page passed every rule"));
+    i.state = "finished".into();
+    assert!(render(&i).contains("No violation over 1 page: every page passed every rule."));
 }

@@ -119,6 +119,8 @@ fn not_finished(state: &str) -> String {
     if state == "running" {
         "the scan has not reached its end (the run is still open: running or interrupted)"
             .to_owned()
+    } else if state == "interrupted" {
+        "the run is interrupted: it stopped at its last commit before its end, because its process was killed or its source failed with an error (which the command that stopped printed; the store does not keep it), and scanledger resume continues it".to_owned()
     } else {
         "the run ended without a terminal page".to_owned()
     }

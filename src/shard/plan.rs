@@ -113,7 +113,9 @@ fn bad(key: &str, problem: impl Into<String>) -> PlanError {
 }
 
 /// Cuts the key space into `n` shards whose bounds divide `[lo, last]` into equal widths,
-/// each bound rounded down to a partition and at least one partition above the one before.
+/// each bound rounded down to a partition and at least one partition above the one before;
+/// near the top of the space, where too few partitions lie above, the bounds move down
+/// instead (the shards below the data are then empty). The last shard runs to the end.
 ///
 /// ```
 /// use scanledger::shard::split;
@@ -122,6 +124,9 @@ fn bad(key: &str, problem: impl Into<String>) -> PlanError {
 /// assert_eq!(s[0].lo, 0);
 /// assert_eq!(s[3].hi, u64::MAX);
 /// assert!(s.windows(2).all(|w| w[0].hi == w[1].lo && w[1].lo % 65536 == 0));
+/// // Keys in the last partition only: the shards below them are empty.
+/// let top = split(u64::MAX - 10, u64::MAX, 3).unwrap();
+/// assert!(top[2].contains(u64::MAX - 10) && top[2].contains(u64::MAX));
 /// ```
 ///
 /// # Errors
@@ -133,27 +138,32 @@ pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
     if lo > last {
         return Err(format!("the key space {lo}..{last} is empty"));
     }
+    // In u128: no bound computed here can overflow (n <= SHARDS_MAX, far below 2^48).
+    let width = u128::from(PARTITION_WIDTH);
     let span = u128::from(last) - u128::from(lo) + 1;
-    let mut bounds: Vec<u64> = vec![0];
+    let mut bounds: Vec<u128> = Vec::with_capacity(n as usize);
+    let mut prev = 0u128;
     for i in 1..u128::from(n) {
-        let candidate = u128::from(lo) + span * i / u128::from(n);
-        // candidate <= last + 1 <= 2^64, and aligned down it fits a u64 unless it is 2^64,
-        // which span * i / n < span rules out.
-        let aligned = u64::try_from(candidate).map_err(|_| "the key space overflows".to_owned())?
-            / PARTITION_WIDTH
-            * PARTITION_WIDTH;
-        let prev = bounds.last().copied().unwrap_or(0);
-        let floor = prev
-            .checked_add(PARTITION_WIDTH)
-            .ok_or_else(|| "too many shards for the key space".to_owned())?;
-        bounds.push(aligned.max(floor));
+        let candidate = (u128::from(lo) + span * i / u128::from(n)) / width * width;
+        prev = candidate.max(prev + width);
+        bounds.push(prev);
     }
-    let top = bounds.last().copied().unwrap_or(0);
-    if top == u64::MAX {
+    // No bound above the last partition's first ID, each one partition below the next.
+    let mut ceiling = u128::from(u64::MAX) / width * width;
+    for b in bounds.iter_mut().rev() {
+        *b = (*b).min(ceiling);
+        ceiling = b.saturating_sub(width);
+    }
+    if bounds.first().is_some_and(|b| *b == 0) {
         return Err("too many shards for the key space".to_owned());
     }
-    bounds.push(u64::MAX);
-    Ok(bounds
+    let mut edges = Vec::with_capacity(bounds.len() + 2);
+    edges.push(0u64);
+    for b in bounds {
+        edges.push(u64::try_from(b).map_err(|_| "the key space overflows".to_owned())?);
+    }
+    edges.push(KeyRange::END);
+    Ok(edges
         .windows(2)
         .filter_map(|w| KeyRange::new(w[0], w[1]))
         .collect())

@@ -44,9 +44,20 @@ fn splits_cover_the_key_space_on_partition_boundaries() {
     assert!(split(5, 4, 2).is_err());
     assert!(split(0, 10, 0).is_err());
     assert!(split(0, 10, crate::contract::SHARDS_MAX + 1).is_err());
-    // Near the top of the space there is no room for another partition.
-    assert!(split(u64::MAX - 10, u64::MAX - 1, 3).is_err());
+    // Near the top of the space the bounds move down: the shards below the data are empty.
+    check_cover(&split(u64::MAX - 10, u64::MAX - 1, 3).unwrap(), 3);
     check_cover(&split(u64::MAX - 10, u64::MAX - 1, 2).unwrap(), 2);
+    let top = split(u64::MAX - 3 * PARTITION_WIDTH, u64::MAX, 8).unwrap();
+    check_cover(&top, 8);
+    assert_eq!(top[7].lo, u64::MAX - (PARTITION_WIDTH - 1));
+    check_cover(
+        &split(0, u64::MAX, crate::contract::SHARDS_MAX).unwrap(),
+        4096,
+    );
+    check_cover(
+        &split(u64::MAX, u64::MAX, crate::contract::SHARDS_MAX).unwrap(),
+        4096,
+    );
     // Equal by the statistics: 8 shards over 10 M dense IDs hold about 1.25 M each.
     let s = split(0, 9_999_999, 8).unwrap();
     let width = s[1].hi - s[1].lo;

@@ -279,8 +279,10 @@ fn without_provenance(rest: &str) -> &str {
 
 impl AnySource {
     /// Makes the source ready before a run begins: an MCP source starts or reaches its
-    /// server now, so a server that cannot be had is an error before anything is recorded.
-    /// Other sources have nothing to do.
+    /// server now, and a SQL source checks its config against the server's catalogue (the
+    /// table, the key's unique index, the columns, the predicates), so a server that cannot be
+    /// had or a config it refuses is an error before anything is recorded. Other sources have
+    /// nothing to do.
     ///
     /// # Errors
     /// `SourceError` when the source cannot be made ready.
@@ -288,6 +290,10 @@ impl AnySource {
         match self {
             #[cfg(feature = "mcp")]
             AnySource::Mcp(s) => s.prepare().await,
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.preflight().await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.preflight().await,
             _ => Ok(()),
         }
     }

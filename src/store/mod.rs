@@ -48,11 +48,10 @@ mod schema;
 pub mod simdisk;
 #[cfg(all(test, not(feature = "sim-disk")))]
 mod simdisk;
-#[cfg(test)]
-mod simulation;
 mod snapshot;
 #[cfg(test)]
 mod tests;
+mod unfinished;
 mod writer;
 
 pub use engine::inside_engine_call;

@@ -13,6 +13,8 @@
 //! checkpoints, folds among the pages), group commit, `--exclusive`, a restart, and a scan
 //! dropped mid-run whose successor resumes on the same handle.
 
+mod simulation;
+
 use std::sync::{Arc, Mutex};
 
 use super::simdisk::{Loss, SimDisk};

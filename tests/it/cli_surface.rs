@@ -354,6 +354,30 @@ fn words_agree_with_their_counts_and_single_ids_stand_alone() {
     assert!(out.contains("1 page, 2 unique IDs in 1 partition"), "{out}");
 }
 
+/// A `string` run's IDs have no ranges a person could read: `missing` lists them one by one
+/// and counts no "ranges" of them.
+#[test]
+fn missing_string_ids_are_listed_one_by_one_without_ranges() {
+    let env = Env::new();
+    let c = env.write("c.json", r#"{"source": "s", "id_codec": "string"}"#);
+    let all = env.write(
+        "all.jsonl",
+        r#"{"cursor": null, "items": ["b", "a", "c", "d"], "next": null}"#,
+    );
+    let some = env.write(
+        "some.jsonl",
+        r#"{"cursor": null, "items": ["b", "d"], "next": null}"#,
+    );
+    for p in [&all, &some] {
+        let (code, out, err) =
+            env.sl(&["scan", "--contract", &c, "--source", &format!("replay:{p}")]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, out, err) = env.sl(&["missing", "run-2", "--against", "run-1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "run-2 lacks 2 IDs that run-1 has:\n  a, c\n", "{out}");
+}
+
 #[test]
 fn shell_completions_man_page_and_help_are_generated() {
     for shell in ["bash", "zsh", "fish", "powershell"] {

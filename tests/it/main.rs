@@ -9,6 +9,7 @@ mod compat;
 mod crash;
 mod creation;
 mod demo;
+mod docs;
 mod evidence;
 mod hostile_text;
 #[cfg(feature = "http")]
@@ -28,6 +29,8 @@ mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_resume;
 mod props;
+#[cfg(feature = "postgres")]
+mod refused;
 mod regressions;
 mod report;
 mod resume;

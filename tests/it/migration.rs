@@ -64,17 +64,7 @@ impl Pair<'_> {
     /// Scans both tables, MariaDB into `my.redb` and PostgreSQL into `pg.redb` (holding
     /// `pg_rows` rows).
     fn scan_both(&self, pg_rows: u64) {
-        let content = json!(CONTENT);
-        let my_src = self.write(
-            "my.json",
-            &json!({"dsn": ROOT_DSN, "table": self.my, "key": "id", "content": content})
-                .to_string(),
-        );
-        let pg_src = self.write(
-            "pg.json",
-            &json!({"dsn": DSN, "table": self.pg.name, "key": "id", "content": content})
-                .to_string(),
-        );
+        let (my_src, pg_src) = self.configs(0);
         for (store, name, spec, rows) in [
             ("my.redb", "orders-mysql", format!("mysql:{my_src}"), ROWS),
             (
@@ -105,6 +95,25 @@ impl Pair<'_> {
         }
     }
 
+    /// The two source configs, `my.json` and `pg.json`, naming the same content columns;
+    /// each pauses `delay_ms` before every page.
+    fn configs(&self, delay_ms: u64) -> (String, String) {
+        let content = json!(CONTENT);
+        let my_src = self.write(
+            "my.json",
+            &json!({"dsn": ROOT_DSN, "table": self.my, "key": "id", "content": content,
+                    "page_delay_ms": delay_ms})
+            .to_string(),
+        );
+        let pg_src = self.write(
+            "pg.json",
+            &json!({"dsn": DSN, "table": self.pg.name, "key": "id", "content": content,
+                    "page_delay_ms": delay_ms})
+            .to_string(),
+        );
+        (my_src, pg_src)
+    }
+
     /// `scanledger --store STORE --json ARGS`: (exit, JSON stdout or Null, stderr).
     fn sl(&self, store: &str, args: &[&str]) -> (i32, Value, String) {
         let store = self.path(store);
@@ -112,6 +121,26 @@ impl Pair<'_> {
         all.extend_from_slice(args);
         let (code, out, err) = util::run(&all);
         (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    }
+
+    /// The text of `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`:
+    /// (exit, stdout, stderr).
+    fn verify_text(&self, extra: &[&str]) -> (i32, String, String) {
+        let (my, pg) = (self.path("my.redb"), self.path("pg.redb"));
+        let mut args = vec![
+            "--store",
+            &my,
+            "migration",
+            "verify",
+            "--from",
+            "run-1",
+            "--to",
+            "run-1",
+            "--other-store",
+            &pg,
+        ];
+        args.extend_from_slice(extra);
+        util::run(&args)
     }
 
     /// `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`.
@@ -181,6 +210,29 @@ fn equal_tables_verify_with_content_and_representations_hash_alike() {
     );
     assert_eq!(code, 2);
     assert!(err.contains("--across"), "{err}");
+    // Content columns that cannot be compared, as the recorded configs now say them: another
+    // number, or the same columns in another order, is an error naming both lists, never
+    // "content differs".
+    for cols in [json!(["amount", "ts"]), json!(["email", "ts", "amount"])] {
+        p.write(
+            "pg.json",
+            &json!({"dsn": DSN, "table": p.pg.name, "key": "id", "content": cols}).to_string(),
+        );
+        let (code, out, err) = p.verify_text(&["--content"]);
+        assert_eq!(code, 2, "{out} {err}");
+        let listed = cols
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{c}"))
+            .collect::<Vec<_>>();
+        assert!(
+            err.contains(r#"hashes ["amount", "ts", "email"]"#)
+                && err.contains(&format!("hashes [{}]", listed.join(", "))),
+            "{err}"
+        );
+        assert!(!out.contains("content differs") && !err.contains("content differs"));
+    }
 }
 
 #[test]
@@ -227,6 +279,13 @@ fn rows_deleted_in_the_target_are_listed_as_missing_exactly() {
     // Declared exclusions: exactly these differences verify; one too many fails.
     let mut listed: String = deleted.iter().map(|i| format!("{i}\n")).collect();
     let ex = p.write("excluded.txt", &format!("# not migrated\n{listed}"));
+    // The text counts the rows, and says how many partitions' content could not be compared.
+    let (code, text, _) = p.verify_text(&["--content"]);
+    assert_eq!(code, 4);
+    assert!(
+        text.contains("rows     100 missing, 0 extra, changed unknown; the content of 2 partitions was not compared: their IDs differ"),
+        "{text}"
+    );
     let (code, v, err) = p.verify(&["--exclude", &ex]);
     assert_eq!(code, 0, "{err} {v}");
     assert_eq!(v["verdict"], "verified", "{v}");
@@ -266,6 +325,18 @@ fn changed_values_are_named_by_content_and_a_targeted_reread() {
     assert_eq!(code, 4, "{err} {v}");
     assert_eq!(v["changed_partitions"], json!([0, 1]));
     assert_eq!(v["changed_count"], Value::Null);
+    let (_, text, _) = p.verify_text(&["--content"]);
+    assert!(
+        text.contains(
+            "rows     0 missing, 0 extra, changed in 2 partitions (--reread names the rows)\n"
+        ),
+        "{text}"
+    );
+    let (_, text, _) = p.verify_text(&["--content", "--reread"]);
+    assert!(
+        text.contains("rows     0 missing, 0 extra, 50 changed\n"),
+        "{text}"
+    );
     assert!(
         v["next"]
             .as_array()
@@ -448,4 +519,214 @@ fn a_target_scan_stopped_early_gives_unknown_not_failed() {
             .any(|n| n.as_str().unwrap().contains("resume run-2")),
         "{v}"
     );
+}
+
+/// The differences of the one-command tests: 100 target rows deleted (every 997th ID), 3
+/// extra (after the last source ID) and 50 changed (in two partitions). Returns the deleted,
+/// extra and changed IDs.
+fn break_target(pg: &Pg, p: &Pair<'_>) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let deleted: Vec<u64> = (1..=ROWS).filter(|i| i % 997 == 0).collect();
+    let extra: Vec<u64> = (1..=3).map(|k| ROWS + k).collect();
+    let changed: Vec<u64> = (0..50u64).map(|k| k * 1_500 + 7).collect();
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    pg.exec(&format!(
+        "DELETE FROM {t} WHERE id % 997 = 0; \
+         INSERT INTO {t} SELECT s, 1, TIMESTAMPTZ '2026-01-01 00:00:00+00', 'x' \
+         FROM generate_series({lo}, {hi}) s; \
+         UPDATE {t} SET email = 'changed@example.com' WHERE id IN ({c})",
+        t = p.pg.name,
+        lo = ROWS + 1,
+        hi = ROWS + 3,
+        c = list(&changed)
+    ));
+    (deleted, extra, changed)
+}
+
+/// `migration verify --from mysql:my.json --to postgres:pg.json EXTRA...` with `--store
+/// DIR/STORE` (the target's run in its default `DIR/STORE.to.redb`).
+fn one_command(p: &Pair<'_>, store: &str, extra: &[&str]) -> (i32, Value, String) {
+    let (my, pg) = (p.path("my.json"), p.path("pg.json"));
+    let (from, to) = (format!("mysql:{my}"), format!("postgres:{pg}"));
+    let mut args = vec!["migration", "verify", "--from", &from, "--to", &to];
+    args.extend_from_slice(extra);
+    p.sl(store, &args)
+}
+
+/// What must not depend on how the verdict was reached: the verdict, the counts, the keys and
+/// both sides' roots.
+fn essence(v: &Value) -> Value {
+    json!({
+        "verdict": v["verdict"], "missing_count": v["missing_count"],
+        "extra_count": v["extra_count"], "changed_count": v["changed_count"],
+        "missing_ranges": v["missing_ranges"], "extra_ranges": v["extra_ranges"],
+        "changed_ids": v["changed_ids"],
+        "from": [v["from"]["unique_ids_observed"], v["from"]["merkle_root"], v["from"]["content_root"]],
+        "to": [v["to"]["unique_ids_observed"], v["to"]["merkle_root"], v["to"]["content_root"]],
+    })
+}
+
+/// One command scans both tables at once, each into its own store, and gives the verdict and
+/// keys of the two-run form: 100 missing, 3 extra and 50 changed rows, exit 4.
+#[test]
+fn one_command_gives_the_verdict_and_keys_of_the_two_run_form() {
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "one");
+    let (deleted, extra, changed) = break_target(&pg, &p);
+    p.scan_both(ROWS - 100 + 3);
+    let (code, two, err) = p.verify(&["--content", "--reread", "--all"]);
+    assert_eq!(code, 4, "{err} {two}");
+    let (code, one, err) = one_command(&p, "one.redb", &["--content", "--reread", "--all"]);
+    assert_eq!(code, 4, "{err} {one}");
+    assert_eq!(essence(&one), essence(&two));
+    let ranges = |v: &[u64]| json!(v.iter().map(|i| format!("{i}..{i}")).collect::<Vec<_>>());
+    assert_eq!(one["missing_ranges"], ranges(&deleted));
+    assert_eq!(
+        one["extra_ranges"],
+        json!([format!("{}..{}", ROWS + 1, ROWS + 3)])
+    );
+    assert_eq!(extra.len(), 3);
+    assert_eq!(one["changed_ids"], json!(changed));
+    assert_eq!(
+        (one["missing_count"].as_u64(), one["extra_count"].as_u64()),
+        (Some(100), Some(3))
+    );
+    // Each side is an ordinary run with its receipt, in its own store.
+    assert_eq!(one["from"]["store"], json!(p.path("one.redb")));
+    assert_eq!(one["to"]["store"], json!(p.path("one.to.redb")));
+    assert_eq!(
+        one["from"]["source"], "mysql:my.json",
+        "the default contract's name"
+    );
+    let (code, r, err) = p.sl("one.to.redb", &["receipt", "latest"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["merkle_root"], one["to"]["merkle_root"]);
+    // The text says how many rows are missing, extra and changed.
+    let (my, pg_cfg) = (p.path("my.json"), p.path("pg.json"));
+    let (from, to) = (format!("mysql:{my}"), format!("postgres:{pg_cfg}"));
+    let store = p.path("one.redb");
+    let (code, text, _) = util::run(&[
+        "--store",
+        &store,
+        "migration",
+        "verify",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--content",
+    ]);
+    assert_eq!(code, 4);
+    // Deleted rows in both partitions: their digests cannot say which rows changed, and the
+    // text says so rather than "content differs".
+    assert!(
+        text.contains("rows     100 missing, 3 extra, changed unknown; the content of 2 partitions was not compared: their IDs differ"),
+        "{text}"
+    );
+}
+
+/// Equal tables: one command, exit 0. Sides whose content columns differ in number are refused
+/// before anything is scanned, the error naming both lists.
+#[test]
+fn one_command_on_equal_tables_verifies_and_refuses_columns_that_differ() {
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "oneq");
+    p.configs(0);
+    let (code, v, err) = one_command(&p, "eq.redb", &["--content"]);
+    assert_eq!(code, 0, "{err} {v}");
+    assert_eq!(v["verdict"], "verified");
+    assert_eq!(v["changed_count"], 0);
+    assert_eq!(v["from"]["content_root"], v["to"]["content_root"]);
+    p.write(
+        "pg.json",
+        &json!({"dsn": DSN, "table": p.pg.name, "key": "id", "content": ["amount", "ts"]})
+            .to_string(),
+    );
+    let (code, _, err) = one_command(&p, "cols.redb", &["--content"]);
+    assert_eq!(code, 2, "{err}");
+    let e: Value = serde_json::from_str(&err).unwrap();
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"hashes ["amount", "ts", "email"]"#)
+            && message.contains(r#"hashes ["amount", "ts"];"#),
+        "{message}"
+    );
+    assert!(!message.contains("content differs"), "{message}");
+    assert!(
+        !std::path::Path::new(&p.path("cols.redb")).exists(),
+        "nothing is scanned"
+    );
+}
+
+/// A SIGKILL in the middle of the one-command form, then the same command again: both sides'
+/// runs are continued (their snapshots died with the process, so each continues as a restart
+/// linked to the killed run, never spliced with it) and the verdict, keys and roots are those
+/// of an uninterrupted command.
+#[test]
+fn a_sigkill_then_the_same_command_gives_the_uninterrupted_verdict() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "kill");
+    break_target(&pg, &p);
+    p.configs(0);
+    let (code, whole, err) = one_command(&p, "whole.redb", &["--content", "--all"]);
+    assert_eq!(code, 4, "{err} {whole}");
+    // Slow pages, so the kill lands in the middle of both scans.
+    p.configs(150);
+    let (my, pg_cfg) = (p.path("my.json"), p.path("pg.json"));
+    let (from, to) = (format!("mysql:{my}"), format!("postgres:{pg_cfg}"));
+    let store = p.path("k.redb");
+    let args = [
+        "--store",
+        &store,
+        "--json",
+        "migration",
+        "verify",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--content",
+        "--all",
+    ];
+    let mut child = Command::new(util::bin())
+        .args(args)
+        .arg("--ack-pages")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut acked = 0;
+    for line in stderr.lines().map_while(Result::ok) {
+        if line.starts_with("ack run-1 page ") {
+            acked += 1;
+            if acked == 6 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    assert!(
+        !child.wait().unwrap().success(),
+        "the command ended before the kill"
+    );
+    for s in ["k.redb", "k.to.redb"] {
+        let (_, runs, _) = p.sl(s, &["runs"]);
+        assert_eq!(runs["runs"][0]["state"], "interrupted", "{s}: {runs}");
+    }
+    let (code, again, err) = p.sl("k.redb", &args[3..]);
+    assert_eq!(code, 4, "{err} {again}");
+    assert_eq!(essence(&again), essence(&whole));
+    // The killed runs were continued, not left behind: each is superseded by its restart.
+    for s in ["k.redb", "k.to.redb"] {
+        let (_, runs, _) = p.sl(s, &["runs"]);
+        let states: Vec<&str> = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["finished", "superseded"], "{s}: {runs}");
+    }
 }

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed expectation is the report.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,51 +27,11 @@ impl Coordinator {
     /// Starts `plan --hold-snapshot` and waits for its plan file.
     fn start(env: &Env, contract: &str, source: &str, shards: u32, name: &str) -> Coordinator {
         let dir = env.dir.path().join(name);
-        let mut child = Command::new(util::bin())
-            .args([
-                "--json",
-                "plan",
-                "--contract",
-                contract,
-                "--source",
-                source,
-                "--shards",
-                &shards.to_string(),
-                "--out",
-                &dir.to_string_lossy(),
-                "--hold-snapshot",
-                "--hold-timeout-seconds",
-                "300",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let plan_path = dir.join("plan.json");
-        let start = Instant::now();
-        while !plan_path.exists() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "no plan after 60 s"
-            );
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut err = String::new();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                panic!("plan exited {status}: {err}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let plan: Value =
-            serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+        let (child, plan) = hold(contract, source, shards, &dir, Stdio::null());
         Coordinator {
             child,
+            plan: dir.join("plan.json").to_string_lossy().into_owned(),
             dir,
-            plan: plan_path.to_string_lossy().into_owned(),
             snapshot: plan["snapshot_id"].as_str().unwrap().to_owned(),
         }
     }
@@ -144,6 +104,58 @@ impl Coordinator {
             .unwrap();
         (code, err)
     }
+}
+
+/// Starts `plan --hold-snapshot` of `shards` shards into `dir` (its stdout to `stdout`) and
+/// waits, at most 60 s, for its plan file: the coordinator and the plan.
+pub(crate) fn hold(
+    contract: &str,
+    source: &str,
+    shards: u32,
+    dir: &Path,
+    stdout: Stdio,
+) -> (Child, Value) {
+    let mut child = Command::new(util::bin())
+        .args([
+            "--json",
+            "plan",
+            "--contract",
+            contract,
+            "--source",
+            source,
+            "--shards",
+            &shards.to_string(),
+            "--out",
+            &dir.to_string_lossy(),
+            "--hold-snapshot",
+            "--hold-timeout-seconds",
+            "300",
+        ])
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let plan_path = dir.join("plan.json");
+    let start = Instant::now();
+    while !plan_path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no plan after 60 s"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("plan exited {status}: {err}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let plan = serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    (child, plan)
 }
 
 impl Drop for Coordinator {

@@ -27,46 +27,9 @@ fn eight_shard_processes_in_one_held_snapshot_merge_to_the_snapshots_root() {
     let source = env.source("t", &t.name, "id", json!({"labels": {"seven": "v = 0"}}));
     let contract = env.contract("c.json", &json!({"source": t.name, "page_size": 5000}));
     let dir = env.dir.path().join("plan");
-    let mut coordinator = Command::new(util::bin())
-        .args([
-            "--json",
-            "plan",
-            "--contract",
-            &contract,
-            "--source",
-            &source,
-            "--shards",
-            "8",
-            "--out",
-            &dir.to_string_lossy(),
-            "--hold-snapshot",
-            "--hold-timeout-seconds",
-            "300",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut coordinator, plan) =
+        crate::shards_hold::hold(&contract, &source, 8, &dir, Stdio::piped());
     let plan_path = dir.join("plan.json");
-    let start = Instant::now();
-    while !plan_path.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no plan.json after 60 s"
-        );
-        if let Some(status) = coordinator.try_wait().unwrap() {
-            let mut err = String::new();
-            coordinator
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("plan exited {status}: {err}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
     let snapshot = plan["snapshot_id"].as_str().unwrap().to_owned();
     assert_eq!(plan["snapshot_held"], true);
     assert_eq!(plan["split"]["by"], "min_max");

@@ -101,6 +101,16 @@ fn content_columns(spec: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Whether two lists of content columns cannot be compared: another number of columns, or
+/// the same columns in another order.
+fn columns_clash(old: &[String], new: &[String]) -> bool {
+    let mut a = old.to_vec();
+    let mut b = new.to_vec();
+    a.sort_unstable();
+    b.sort_unstable();
+    old.len() != new.len() || (a == b && old != new)
+}
+
 /// Refuses two runs whose content columns cannot be compared: another number of columns, or
 /// the same columns in another order (where both source configs still say them).
 pub(crate) fn check_columns(cmp: &Compared<'_, '_>) -> Result<(), MigrationError> {
@@ -108,11 +118,7 @@ pub(crate) fn check_columns(cmp: &Compared<'_, '_>) -> Result<(), MigrationError
     let (Some(old), Some(new)) = (of(&cmp.old), of(&cmp.new)) else {
         return Ok(());
     };
-    let mut a = old.clone();
-    let mut b = new.clone();
-    a.sort_unstable();
-    b.sort_unstable();
-    if old.len() != new.len() || (a == b && old != new) {
+    if columns_clash(&old, &new) {
         return Err(MigrationError::ContentColumns {
             old_run: cmp.old.run_id,
             old,
@@ -121,6 +127,42 @@ pub(crate) fn check_columns(cmp: &Compared<'_, '_>) -> Result<(), MigrationError
         });
     }
     Ok(())
+}
+
+/// Before two sources are scanned for a verdict with content (`migration verify --content`
+/// with a source on each side): each config must name content columns, and the two lists
+/// must be comparable (as many columns; the same columns in the same order). Checked first,
+/// so a scan of millions of rows never ends in "the columns differ". A side whose config
+/// cannot be read here is left to the scan, which reports it.
+///
+/// # Errors
+/// `SourceContent` naming both lists (an empty list for a side that names none).
+pub fn check_source_columns(from: &str, to: &str) -> Result<(), MigrationError> {
+    let (Some(old), Some(new)) = (content_columns_or_none(from), content_columns_or_none(to))
+    else {
+        return Ok(());
+    };
+    if old.is_empty() || new.is_empty() || columns_clash(&old, &new) {
+        return Err(MigrationError::SourceContent {
+            from: from.to_owned(),
+            old,
+            to: to.to_owned(),
+            new,
+        });
+    }
+    Ok(())
+}
+
+/// A readable SQL config's `content` list (empty when it names none); `None` when the spec is
+/// not a readable JSON config file.
+fn content_columns_or_none(spec: &str) -> Option<Vec<String>> {
+    let (_, path) = spec.split_once(':')?;
+    let text = crate::io_bound::read_text(Path::new(path), CONFIG_BYTES_MAX).ok()?;
+    let v = crate::json::parse(&text, crate::json::Numbers::Any).ok()?;
+    match v.as_object()?.get("content") {
+        None | Some(serde_json::Value::Null) => Some(Vec::new()),
+        Some(_) => content_columns(spec),
+    }
 }
 
 /// Compares the content accumulators of the two runs, then re-reads the differing leaves when

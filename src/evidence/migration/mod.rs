@@ -32,7 +32,9 @@ mod hints;
 mod reread;
 mod verdict;
 
-pub use content::{ContentReport, RereadFailure, RereadReport, Unreproduced, IDS_SHOWN_MAX};
+pub use content::{
+    check_source_columns, ContentReport, RereadFailure, RereadReport, Unreproduced, IDS_SHOWN_MAX,
+};
 pub use exclusions::{ExcludeError, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX};
 pub use hints::shell_word;
 pub use reread::{RereadSources, Side};
@@ -64,6 +66,19 @@ pub enum MigrationError {
         old: Vec<String>,
         /// The new run.
         new_run: RunId,
+        /// Its columns.
+        new: Vec<String>,
+    },
+    /// Two sources to be scanned whose content columns cannot be compared, or one that names
+    /// none.
+    #[error("the content columns of the two sources cannot be compared: {from} hashes {old:?}, {to} hashes {new:?}; both configs must name the same columns in the same order")]
+    SourceContent {
+        /// The `--from` source.
+        from: String,
+        /// Its columns (empty: it names none).
+        old: Vec<String>,
+        /// The `--to` source.
+        to: String,
         /// Its columns.
         new: Vec<String>,
     },
@@ -104,7 +119,9 @@ impl MigrationError {
         };
         Some(match self {
             MigrationError::Exclude(_) => "--exclude",
-            MigrationError::NoContent { .. } | MigrationError::ContentColumns { .. } => "--content",
+            MigrationError::NoContent { .. }
+            | MigrationError::ContentColumns { .. }
+            | MigrationError::SourceContent { .. } => "--content",
             MigrationError::RereadCodec { .. } => "--reread",
             MigrationError::RereadSource { side, .. } | MigrationError::RereadOpen { side, .. } => {
                 source_flag(side)
@@ -122,6 +139,7 @@ impl MigrationError {
             }
             MigrationError::NoContent { .. } => "name the same `content` columns in both source configs and scan again (docs/guide-migration.md)".into(),
             MigrationError::ContentColumns { .. } => "name the same columns in the same order in both source configs and scan again".into(),
+            MigrationError::SourceContent { .. } => "name the same `content` columns, in the same order, in both source configs (docs/guide-migration.md)".into(),
             MigrationError::RereadCodec { .. } => "diff --content without --reread still names the differing buckets".into(),
             MigrationError::RereadSource { .. } => format!(
                 "give {} postgres:CONFIG.json or mysql:CONFIG.json",

@@ -12,8 +12,21 @@
 //!
 //! It never prints, logs or stores the DSN's password. Every read is bounded: the core's row
 //! limit, and `PAGE_SIZE_BYTES_MAX` bytes counted while the rows stream in (`page.rs`).
+//!
+//! One page in flight ahead: when a page has a successor, the core has its statement sent
+//! before the page is returned (`Dialect::ahead`), so the server computes it while the
+//! collector reconciles and checkpoints. The session's connection then belongs to that one
+//! statement's future (`Ahead`), which nothing polls in the background: the request is
+//! written to the socket, the server's answer waits in the socket buffers. The next page
+//! takes the answer's head and streams its rows (hashed as they arrive, as any page's) if it
+//! runs exactly that statement with the same parameters (the same session, so the same
+//! snapshot); anything else first reads the answer to its end and drops it, so the connection
+//! is always back in its session, with nothing pending, before another statement runs on it.
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -22,7 +35,7 @@ use mysql_async::{Conn, Row};
 use super::sql::config::SqlConfig;
 use super::sql::dialect::{
     decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, Role,
-    SqlText, Step, Stmt, TableName, Target, Want,
+    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::PageRows;
@@ -198,6 +211,18 @@ impl MysqlSource {
     }
 }
 
+impl MysqlSource {
+    /// Checks the config against the server's catalogue (table, key, columns, predicates)
+    /// before a run begins.
+    ///
+    /// # Errors
+    /// `SourceError::Config` naming what the server refused; a failure that may heal is left
+    /// to the first page.
+    pub async fn preflight(&mut self) -> Result<(), SourceError> {
+        self.0.preflight().await
+    }
+}
+
 impl PageSource for MysqlSource {
     async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
         self.0.fetch(req).await
@@ -227,14 +252,66 @@ pub(crate) struct MyDialect {
 
 /// One connection inside its consistent-snapshot transaction.
 struct Session {
-    conn: Conn,
+    /// The connection; `None` exactly while `ahead` holds it.
+    conn: Option<Conn>,
+    /// The next page's statement, already sent on the connection.
+    ahead: Option<Ahead>,
     /// The snapshot's ID (echoed on pages when the table is InnoDB).
     id: String,
     served: bool,
     generation: u64,
 }
 
+/// The connection a page statement was sent on, its rows waiting there unread, or why the
+/// statement failed.
+type Answer = (Conn, Result<(), mysql_async::Error>);
+
+/// A page statement sent ahead: which, with what, and the future that owns the session's
+/// connection until it has read the answer.
+struct Ahead {
+    id: StmtId,
+    params: Vec<Param>,
+    answer: Pin<Box<dyn Future<Output = Answer> + Send>>,
+}
+
+impl Session {
+    /// The connection back from a statement sent ahead, the head of its answer read (or why
+    /// it failed); its rows wait on the connection.
+    async fn settle(&mut self) -> Option<Result<(), mysql_async::Error>> {
+        let a = self.ahead.take()?;
+        let (conn, answer) = a.answer.await;
+        self.conn = Some(conn);
+        Some(answer)
+    }
+
+    /// The connection back from a statement sent ahead, its rows read and dropped.
+    async fn discard(&mut self) -> Result<(), mysql_async::Error> {
+        match self.settle().await {
+            Some(Ok(())) => match self.conn.as_mut() {
+                Some(conn) => page::drop_sent(conn).await,
+                None => Ok(()),
+            },
+            Some(Err(e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
 impl MyDialect {
+    /// The session's connection back from a statement sent ahead, its answer dropped; a lost
+    /// connection ends the session.
+    async fn settle(&mut self) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        if let Err(e) = s.discard().await {
+            if matches!(classify(&e), Class::Lost) {
+                self.session = None;
+                self.idle = None;
+            }
+        }
+    }
+
     fn fatal(&self, problem: impl std::fmt::Display) -> FetchError {
         self.fatal.error(problem)
     }
@@ -257,6 +334,7 @@ impl MyDialect {
 
     /// A connection: the session's, the idle one, or a new idle one.
     async fn conn(&mut self) -> Result<&mut Conn, FetchError> {
+        self.settle().await;
         if self.session.is_none() && self.idle.is_none() {
             match Conn::new(self.connect.opts.clone()).await {
                 Ok(c) => self.idle = Some(c),
@@ -264,7 +342,7 @@ impl MyDialect {
             }
         }
         match (&mut self.session, &mut self.idle) {
-            (Some(s), _) => Ok(&mut s.conn),
+            (Some(s), _) => s.conn.as_mut().ok_or(FetchError::ServerError),
             (None, Some(c)) => Ok(c),
             (None, None) => Err(FetchError::ServerError),
         }
@@ -284,7 +362,8 @@ impl MyDialect {
         self.generation = self.generation.saturating_add(1);
         self.continued = replaces;
         self.session = Some(Session {
-            conn,
+            conn: Some(conn),
+            ahead: None,
             id,
             served: false,
             generation: self.generation,
@@ -299,12 +378,14 @@ impl MyDialect {
             return Err(FetchError::ExpiredCursor);
         };
         self.open_session(None).await?;
-        let Some(s) = self.session.as_mut() else {
+        let Some(conn) = self.session.as_mut().and_then(|s| s.conn.as_mut()) else {
             return Err(FetchError::ServerError);
         };
-        match sync::joined(&mut s.conn, holder, &lock).await {
+        match sync::joined(conn, holder, &lock).await {
             Ok(true) => {
-                s.id = named;
+                if let Some(s) = self.session.as_mut() {
+                    s.id = named;
+                }
                 Ok(())
             }
             Ok(false) => {
@@ -320,11 +401,13 @@ impl MyDialect {
 
     /// Ends the open session's transaction and closes its connection.
     async fn close(&mut self) {
-        if let Some(s) = self.session.take() {
-            let mut conn = s.conn;
+        if let Some(mut s) = self.session.take() {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, async move {
-                let _ = conn.query_drop("COMMIT").await;
-                let _ = conn.disconnect().await;
+                let _ = s.discard().await;
+                if let Some(mut conn) = s.conn.take() {
+                    let _ = conn.query_drop("COMMIT").await;
+                    let _ = conn.disconnect().await;
+                }
             })
             .await;
         }
@@ -463,11 +546,61 @@ impl Dialect for MyDialect {
             return Err(FetchError::ExpiredCursor);
         };
         session.served = true;
-        let params = params.iter().map(value::param).collect();
-        match page::read(&mut session.conn, &stmt.text, params, &self.kinds, rows).await {
+        let asked = session
+            .ahead
+            .as_ref()
+            .is_some_and(|a| a.id == stmt.id && a.params == params);
+        let sent = if asked {
+            session.settle().await
+        } else {
+            session.discard().await.err().map(Err)
+        };
+        let read = match (sent, session.conn.as_mut()) {
+            (Some(Err(e)), _) => Err(page::Stop::Driver(e)),
+            (_, None) => return Err(FetchError::ServerError),
+            (Some(Ok(())), Some(conn)) => page::read_sent(conn, &self.kinds, rows).await,
+            (None, Some(conn)) => {
+                let params = params.iter().map(value::param).collect();
+                page::read(conn, &stmt.text, params, &self.kinds, rows).await
+            }
+        };
+        match read {
             Ok(()) => Ok(()),
             Err(page::Stop::Driver(e)) => Err(self.failed(&e, "")),
             Err(page::Stop::Invalid(detail)) => Err(FetchError::InvalidPage { detail }),
+        }
+    }
+
+    async fn ahead(&mut self, stmt: &Stmt, params: Vec<Param>) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        if s.ahead.is_some() {
+            return;
+        }
+        let Some(mut conn) = s.conn.take() else {
+            return;
+        };
+        let sql = stmt.text.clone();
+        let values: Vec<mysql_async::Value> = params.iter().map(value::param).collect();
+        let mut answer: Pin<Box<dyn Future<Output = Answer> + Send>> = Box::pin(async move {
+            let sent = page::send(&mut conn, &sql, values).await;
+            (conn, sent)
+        });
+        // One poll writes the statement to the socket (it is prepared: the page before ran
+        // it) and stops at waiting for the server.
+        let early = std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await;
+        match early {
+            // An answer this early (a failure, or a head already there) is not kept: its rows
+            // are dropped when the connection runs its next statement, which asks again.
+            Poll::Ready((conn, _)) => s.conn = Some(conn),
+            Poll::Pending => {
+                s.ahead = Some(Ahead {
+                    id: stmt.id,
+                    params,
+                    answer,
+                });
+            }
         }
     }
 

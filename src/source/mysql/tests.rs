@@ -100,6 +100,10 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
         "pause_ms: must be an integer",
     );
     check_refused(
+        &format!("{{{base}, \"prefetch\": \"no\"}}"),
+        "prefetch: must be true or false",
+    );
+    check_refused(
         &format!("{{{base}, \"key\": \"id\"}}"),
         "duplicate key \"key\"",
     );

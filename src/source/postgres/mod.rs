@@ -227,6 +227,18 @@ impl PostgresSource {
     }
 }
 
+impl PostgresSource {
+    /// Checks the config against the server's catalogue (table, key, columns, predicates)
+    /// before a run begins.
+    ///
+    /// # Errors
+    /// `SourceError::Config` naming what the server refused; a failure that may heal is left
+    /// to the first page.
+    pub async fn preflight(&mut self) -> Result<(), SourceError> {
+        self.0.preflight().await
+    }
+}
+
 impl PageSource for PostgresSource {
     async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
         self.0.fetch(req).await

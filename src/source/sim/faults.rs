@@ -1,4 +1,4 @@
-//! A seeded, faulty source for the whole-system simulation (`store/simulation.rs`): a small
+//! A seeded, faulty source for the whole-system simulation (`store/tests/simulation.rs`): a small
 //! collection whose members are a function of its snapshot version, served in pages whose
 //! every fetch may meet a fault drawn from the seed. The model (`truth`) knows the true
 //! collection of every version, so the simulation can tell a right verdict from a wrong one.
@@ -8,10 +8,15 @@
 //! the one before), skipped pages (the cursor jumps a page), loops (the cursor points back),
 //! truncation (`truncated: true`), revoked access. Every page echoes the collection's total,
 //! so a skipped page shows as a count that does not match.
+//!
+//! The collection's members are numbered from 1 (`truth`); `Keys` lays them out in the key
+//! space: dense from 1, spread over the whole u64 space with 0 and 2^64 - 1 among them, or
+//! `signed` keys with -2^63, -1, 0 and 2^63 - 1 among them. Under a key range (a shard) only the
+//! members whose ID is in it are served, and the total is theirs.
 
 use std::collections::BTreeMap;
 
-use crate::contract::{Item, Page, RawId};
+use crate::contract::{IdCodecKind, Item, KeyRange, Page, RawId};
 use crate::reconcile::Request;
 use crate::source::{FetchError, PageRequest, PageSource};
 
@@ -67,6 +72,72 @@ pub(crate) fn truth(records: u64, version: u64) -> Vec<u64> {
         .collect()
 }
 
+/// Where the members of a collection lie in the key space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keys {
+    /// Member `n` is the ID `n`.
+    Dense,
+    /// Members 1 and 2 are the IDs 0 and 2^64 - 1; the others spread over the space.
+    Spread,
+    /// `signed` keys: members 1 to 4 are -2^63, 2^63 - 1, 0 and -1; the others alternate in sign.
+    Signed,
+}
+
+impl Keys {
+    /// The codec a contract reads these keys with.
+    pub(crate) fn codec(self) -> IdCodecKind {
+        match self {
+            Keys::Signed => IdCodecKind::Signed,
+            Keys::Dense | Keys::Spread => IdCodecKind::Int,
+        }
+    }
+
+    /// The key of member `n` (from 1) as the source serves it.
+    pub(crate) fn raw(self, n: u64) -> RawId {
+        // An odd multiplier is a bijection of u64: distinct members, distinct IDs.
+        const SPREAD: u64 = 0x9E37_79B9_7F4A_7C15;
+        match self {
+            Keys::Dense => RawId::Int(n),
+            Keys::Spread => RawId::Int(match n {
+                1 => 0,
+                2 => u64::MAX,
+                _ => n.wrapping_mul(SPREAD),
+            }),
+            Keys::Signed => {
+                let key: i64 = match n {
+                    1 => i64::MIN,
+                    2 => i64::MAX,
+                    3 => 0,
+                    4 => -1,
+                    // Members are few (a simulation's): n * 1_000_003 fits.
+                    _ => {
+                        let k = i64::try_from(n).unwrap_or(0).saturating_mul(1_000_003);
+                        if n.is_multiple_of(2) {
+                            k
+                        } else {
+                            -k
+                        }
+                    }
+                };
+                match u64::try_from(key) {
+                    Ok(k) => RawId::Int(k),
+                    Err(_) => RawId::Neg(key),
+                }
+            }
+        }
+    }
+
+    /// The ID of member `n` under `codec()`.
+    pub(crate) fn id(self, n: u64) -> u64 {
+        match self.raw(n) {
+            RawId::Int(k) if self == Keys::Signed => k ^ (1 << 63),
+            RawId::Int(k) => k,
+            RawId::Neg(k) => crate::codec::signed_id(k),
+            _ => 0,
+        }
+    }
+}
+
 /// The faulty source. Its state (the snapshot version, revoked access) lives outside any
 /// store, as a real server's does, so it survives the simulated kills.
 #[derive(Debug)]
@@ -85,6 +156,10 @@ pub(crate) struct FaultySource {
     /// The snapshot changes (once) at this fetch, counted from 1, whatever the rates.
     pub(crate) change_at_fetch: Option<u64>,
     fetches: u64,
+    /// The key layout.
+    pub(crate) keys: Keys,
+    /// Serve only the members whose ID is in this range (a shard).
+    pub(crate) range: Option<KeyRange>,
 }
 
 impl FaultySource {
@@ -100,7 +175,18 @@ impl FaultySource {
             served: BTreeMap::new(),
             change_at_fetch: None,
             fetches: 0,
+            keys: Keys::Dense,
+            range: None,
         }
+    }
+
+    /// The members served at `version`: the collection's, in the range when there is one.
+    fn members(&self, version: u64) -> Vec<u64> {
+        let mut all = truth(self.records, version);
+        if let Some(r) = self.range {
+            all.retain(|n| r.contains(self.keys.id(*n)));
+        }
+        all
     }
 
     fn snapshot_name(version: u64) -> String {
@@ -158,7 +244,7 @@ impl PageSource for FaultySource {
         if version != self.version {
             return Err(FetchError::ExpiredCursor);
         }
-        let ids = truth(self.records, version);
+        let ids = self.members(version);
         let size = u64::from(req.page_size.max(1));
         let len = ids.len() as u64;
         let start = offset.min(len);
@@ -182,8 +268,8 @@ impl PageSource for FaultySource {
             size_bytes: page_ids.len() as u64 * 8,
             items: page_ids
                 .into_iter()
-                .map(|id| Item {
-                    id: RawId::Int(id),
+                .map(|n| Item {
+                    id: self.keys.raw(n),
                     labels: Vec::new(),
                     content: None,
                 })

@@ -40,6 +40,7 @@ const KEYS: &[&str] = &[
     "content",
     "page_delay_ms",
     "pause_ms",
+    "prefetch",
 ];
 
 /// A parsed, validated SQL source config, less the connection options.
@@ -61,6 +62,9 @@ pub(crate) struct SqlConfig {
     pub(crate) page_delay: Duration,
     /// A pause before every page but the first.
     pub(crate) pause: Duration,
+    /// Send the next page's statement before a page is returned (one page in flight ahead);
+    /// `false` reads each page only when asked (to measure what the overlap saves).
+    pub(crate) prefetch: bool,
 }
 
 impl SqlConfig {
@@ -166,6 +170,11 @@ pub(crate) fn from_object<D: Dialect>(
             content: content::<D>(obj)?,
             page_delay: delay(obj, "page_delay_ms")?,
             pause: delay(obj, "pause_ms")?,
+            prefetch: match obj.get("prefetch") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err("prefetch: must be true or false".to_owned()),
+            },
         },
         connect,
     ))

@@ -40,6 +40,9 @@ use crate::error::SourceError;
 use crate::reconcile::Request;
 use crate::source::{FetchError, PageRequest};
 
+/// How long `preflight` waits for the catalogue before leaving the checks to the run.
+const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A table of a SQL server as a page source, in dialect `D`.
 pub(crate) struct SqlSource<D: Dialect> {
     config: SqlConfig,
@@ -189,6 +192,18 @@ impl<D: Dialect> SqlSource<D> {
         Ok(())
     }
 
+    /// Checks the config against the catalogue before a run begins (`AnySource::prepare`): a
+    /// table, column, predicate or key the server refuses is an error now, so nothing is
+    /// recorded for a scan that could never read a page. A failure that may heal (the server
+    /// unreachable, busy, slow, or refusing access) is left to the run, which retries and
+    /// records it; so is a check that takes longer than `PREFLIGHT_TIMEOUT`.
+    pub(crate) async fn preflight(&mut self) -> Result<(), SourceError> {
+        match tokio::time::timeout(PREFLIGHT_TIMEOUT, self.plan()).await {
+            Ok(Err(FetchError::Fatal(e))) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Refuses a snapshot whose scope holds rows with a NULL key (no page can reach them),
     /// once per snapshot.
     async fn check_nulls(&mut self, held: &Held) -> Result<(), FetchError> {
@@ -289,7 +304,11 @@ impl<D: Dialect> SqlSource<D> {
             .map(|i| key::id_text(&i.id));
         let next = last.as_ref().map(|k| format!("{}{k}", D::CURSOR_TAG));
         match last.and_then(|k| Key::from_text(plan.key_type, &k)) {
-            Some(k) if self.config.page_delay.is_zero() && self.config.pause.is_zero() => {
+            Some(k)
+                if self.config.prefetch
+                    && self.config.page_delay.is_zero()
+                    && self.config.pause.is_zero() =>
+            {
                 let limit = PageRows::limit(page_size, true);
                 let params = plan.params(&plan.after, Some(&k), limit);
                 self.dialect.ahead(&plan.after, params).await;

@@ -307,3 +307,84 @@ fn a_key_range_scans_only_its_slice_and_a_plan_merges_to_the_whole_table() {
         assert_eq!(m["receipt"][key], single[key], "{key}");
     }
 }
+
+/// One page in flight ahead: a page's successor is sent before the page is returned. The
+/// scan with it (the default) and without it (`"prefetch": false`) are the same run: pages,
+/// IDs, labels, content. And a source asked for anything but the page sent ahead (a first
+/// page again, then the key bounds, then the next page) reads that answer to its end first,
+/// so every request is answered on the same connection in the same snapshot.
+#[test]
+fn a_page_read_ahead_changes_nothing_and_a_request_it_did_not_guess_is_served() {
+    use scanledger::{MysqlSource, PageRequest, PageSource, Request};
+    let Some(db) = db() else { return };
+    let t = db.table("ahead");
+    db.numbered(&t, 2500);
+    let env = Env::new();
+    let c = env.file("c.json", r#"{"source": "ahead", "page_size": 100}"#);
+    let mut receipts = Vec::new();
+    for (name, extra) in [
+        (
+            "on.json",
+            r#""content": ["email", "grp"], "labels": {"g0": "grp = 0"}"#,
+        ),
+        (
+            "off.json",
+            r#""content": ["email", "grp"], "labels": {"g0": "grp = 0"}, "prefetch": false"#,
+        ),
+    ] {
+        let src = env.source(name, &t, "id", extra);
+        let (code, r, err) = env.json(&["scan", "--contract", &c, "--source", &src]);
+        assert_eq!(code, 0, "{name}: {err}");
+        receipts.push(r);
+    }
+    for key in [
+        "unique_ids_observed",
+        "pages_observed",
+        "merkle_root",
+        "content_root",
+        "labels",
+    ] {
+        assert_eq!(receipts[0][key], receipts[1][key], "{key}");
+    }
+    assert_eq!(receipts[0]["merkle_root"], root_of_1_to(2500));
+
+    let path = env.file(
+        "lib.json",
+        &format!(
+            r#"{{"dsn": "{}", "table": "{t}", "key": "id"}}"#,
+            super::ROOT_DSN
+        ),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut source = MysqlSource::open(path.as_ref()).unwrap();
+    let req = |request: Request, snapshot: Option<String>| PageRequest {
+        request,
+        page_size: 100,
+        snapshot,
+        query: serde_json::Value::Null,
+    };
+    let first = rt
+        .block_on(source.fetch(&req(Request::First, None)))
+        .unwrap();
+    let snap = first.snapshot.clone();
+    assert_eq!(first.items.len(), 100);
+    // Page 2 was sent ahead; a first page again is served from the same snapshot.
+    let again = rt
+        .block_on(source.fetch(&req(Request::First, snap.clone())))
+        .unwrap();
+    assert_eq!(again.items.len(), 100);
+    assert_eq!(again.next, first.next);
+    assert_eq!(again.snapshot, snap);
+    // The key bounds run on the connection the page sent ahead held.
+    assert_eq!(rt.block_on(source.key_bounds()).unwrap(), Some((1, 2500)));
+    let next = first.next.clone().unwrap();
+    let second = rt
+        .block_on(source.fetch(&req(Request::Cursor(next), snap.clone())))
+        .unwrap();
+    assert_eq!(second.items.len(), 100);
+    assert_eq!(second.items[0].id, scanledger::RawId::Int(101));
+    assert_eq!(second.snapshot, snap);
+}

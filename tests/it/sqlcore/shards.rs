@@ -119,3 +119,28 @@ fn mysql_keys_at_both_ends_of_the_id_space_merge_to_the_plain_scan() {
         }
     }
 }
+
+/// The same at both ends of PostgreSQL's `bigint` under `signed`: the keys -2^63 and 2^63 - 1
+/// are the IDs 0 and 2^64 - 1, and the merge is the plain scan's (it was `failed`: the last
+/// shard read 2^63 - 1 and found it outside its range).
+#[test]
+fn postgres_bigint_keys_at_both_ends_merge_to_the_plain_scan() {
+    let Some(pg) = pg() else { return };
+    let mut d = Dropped::new(|s| pg.exec(s));
+    let t = d.name("TABLE", "shard_pg_ends");
+    pg.exec(&format!(
+        "CREATE TABLE {t} (k bigint PRIMARY KEY);
+         INSERT INTO {t} VALUES (-9223372036854775808), (-5), (0), (7), (9223372036854775807);"
+    ));
+    for n in [2, 3] {
+        let env = Env::new();
+        let src = pg_source(&env, "s.json", &t, "k");
+        let (code, single, err) = scan(&env, &src, 5000, "signed");
+        assert_eq!(code, 0, "{err}");
+        let m = sharded(&env, &src, "signed", n);
+        assert_eq!(m["receipt"]["coverage_status"], "verified", "{n}: {m}");
+        for key in ["merkle_root", "unique_ids_observed"] {
+            assert_eq!(m["receipt"][key], single[key], "{n}: {key}");
+        }
+    }
+}

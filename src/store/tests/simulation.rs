@@ -8,19 +8,25 @@
 //!   Merkle root is the root of the true set (computed by `digest`);
 //! - nothing acknowledged is lost across a power cut: every run keeps at least the pages its
 //!   writer acknowledged, with counts that match its bitmaps and page log (`check_run`);
-//! - no run that keeps no request keeps a key (`check_no_stale_keys`).
+//! - no run that keeps no request keeps a key (`check_no_stale_keys`);
+//! - the same collection (keys dense, spread over the whole space with 0 and 2^64 - 1, or
+//!   `signed` from -2^63 to 2^63 - 1) planned as 1 to 6 shards pinned to the source's snapshot,
+//!   each shard scanned with the same faults and resumed, and merged: the merged run is
+//!   `verified` only as the model allows, and then, on the single scan's snapshot, with the
+//!   single scan's root and counts.
 //!
-//! `SCANLEDGER_SIM_SEEDS=N` runs seeds 0..N (default 2,000); `SCANLEDGER_SIM_SEED=S` runs seed
+//! `SCANLEDGER_SIM_SEEDS=N` runs seeds 0..N (default 2,000), `SCANLEDGER_SIM_FROM=F` with it seeds
+//! F..F+N (a soak split over processes); `SCANLEDGER_SIM_SEED=S` runs seed
 //! S alone. A failing seed prints its one-line reproducer.
 
-use super::simdisk::{Loss, SimDisk};
-use super::tests::{check_no_stale_keys, check_run, Acks, Watched};
-use super::*;
+use super::{check_no_stale_keys, check_run, Acks, Watched};
 use crate::contract::{ExpiredPolicy, SnapshotPolicy};
 use crate::error::Error;
 use crate::idset::IdSet;
 use crate::receipt::Receipt;
-use crate::source::sim::faults::{self, FaultStats, FaultySource, Mix};
+use crate::source::sim::faults::{self, FaultStats, FaultySource, Keys, Mix};
+use crate::store::simdisk::{Loss, SimDisk};
+use crate::store::*;
 
 /// What one seed did.
 #[derive(Debug, Default)]
@@ -29,6 +35,9 @@ struct Outcome {
     kills: u64,
     status: Option<Status>,
     resumes: u64,
+    /// The merged run's status, and its shards.
+    merged: Option<Status>,
+    shards: u64,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -82,8 +91,8 @@ fn resume(
     Ok(done.receipt())
 }
 
-/// Checks a receipt against the model.
-fn check_verdict(r: &Receipt, records: u64, what: &str) -> Result<(), String> {
+/// Checks a receipt against the model (the collection of `records` laid out by `keys`).
+fn check_verdict(r: &Receipt, records: u64, keys: Keys, what: &str) -> Result<(), String> {
     if r.coverage_status != Status::Verified {
         return Ok(());
     }
@@ -95,8 +104,8 @@ fn check_verdict(r: &Receipt, records: u64, what: &str) -> Result<(), String> {
         .ok_or_else(|| format!("{what}: verified without the source's snapshot: {r:?}"))?;
     let truth = faults::truth(records, version);
     let mut set = IdSet::new();
-    for id in &truth {
-        set.insert(*id);
+    for n in &truth {
+        set.insert(keys.id(*n));
     }
     let root = crate::digest::display(&crate::digest::merkle_root(&set));
     let n = truth.len() as u64;
@@ -131,8 +140,18 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
             }
         }
     }
+    // The key layout and the shards, from a generator of their own (so the single scan's
+    // schedule of faults and cuts is the one this seed always had, on the laid-out keys).
+    let mut srng = Mix(seed ^ 0x5348_4152_4453);
+    let keys = match srng.below(3) {
+        0 => Keys::Dense,
+        1 => Keys::Spread,
+        _ => Keys::Signed,
+    };
     let mut src = FaultySource::new(seed, records, rates);
+    src.keys = keys;
     let mut c = Contract::new("sim");
+    c.id_codec = keys.codec();
     c.page_size = 1 + rng.below(12) as u32;
     c.on_expired_cursor = match rng.below(3) {
         0 => ExpiredPolicy::Block,
@@ -153,7 +172,7 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
         options = options.exclusive(true);
     }
     let what = format!(
-        "seed {seed} ({records} records, pages of {}, faults {rates:?}, {options:?})",
+        "seed {seed} ({records} records, keys {keys:?}, pages of {}, faults {rates:?}, {options:?})",
         c.page_size
     );
     let mut disk = SimDisk::new();
@@ -228,7 +247,7 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
                 disk = disk.after_crash(Loss::Random(rng.next()));
             }
             Ok(r) => {
-                check_verdict(&r, records, &what)?;
+                check_verdict(&r, records, keys, &what)?;
                 let done =
                     r.coverage_status == Status::Verified || r.coverage_status == Status::Failed;
                 final_receipt = Some(r);
@@ -242,7 +261,7 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
                     .read()
                     .and_then(|s| Ok((s.receipt(run)?, s.header(run)?.state)))
                     .map_err(|e| format!("{what}: receipt: {e}"))?;
-                check_verdict(&r, records, &what)?;
+                check_verdict(&r, records, keys, &what)?;
                 // A snapshot change under `restart` ends in a new run, however the process
                 // died between the page that showed it and the restart.
                 let changed = r
@@ -265,8 +284,193 @@ fn simulate(seed: u64) -> Result<Outcome, String> {
         }
     }
     out.faults = src.stats;
-    out.status = final_receipt.map(|r| r.coverage_status);
+    // Every attempt cut: no receipt to compare a merge with.
+    let Some(single) = final_receipt else {
+        return Ok(out);
+    };
+    out.status = Some(single.coverage_status);
+    if !seed.is_multiple_of(shard_every()) {
+        return Ok(out);
+    }
+    let shards = 1 + srng.below(6) as u32;
+    let merged = sharded(seed, &c, &src, rates, shards, &mut srng, &what)?;
+    out.merged = Some(merged.coverage_status);
+    out.shards = u64::from(shards);
+    // The merge never says more than the model, and on the single scan's snapshot it says
+    // what the single scan says.
+    check_verdict(
+        &merged,
+        records,
+        keys,
+        &format!("{what}, merged from {shards} shards"),
+    )?;
+    // Nor less: shards each merged whole and verified make a verified merge.
+    let entries = merged.shards.as_deref().unwrap_or_default();
+    let all_verified = !entries.is_empty()
+        && entries.iter().all(|e| {
+            e.finding == crate::receipt::ShardFinding::Merged
+                && e.coverage_status == Some(Status::Verified)
+        });
+    if all_verified && merged.coverage_status != Status::Verified {
+        return Err(format!(
+            "{what}: {shards} shards each verified, merged {}: {:?}",
+            merged.coverage_status.as_str(),
+            merged.violations
+        ));
+    }
+    if merged.coverage_status == Status::Verified
+        && single.coverage_status == Status::Verified
+        && merged.snapshot_id == single.snapshot_id
+    {
+        for (field, m, s) in [
+            ("merkle_root", &merged.merkle_root, &single.merkle_root),
+            (
+                "unique_ids_observed",
+                &merged.unique_ids_observed.to_string(),
+                &single.unique_ids_observed.to_string(),
+            ),
+            (
+                "records_observed",
+                &merged.records_observed.to_string(),
+                &single.records_observed.to_string(),
+            ),
+        ] {
+            if m != s {
+                return Err(format!(
+                    "{what}: merged from {shards} shards, {field} {m}, the single scan's {s}"
+                ));
+            }
+        }
+    }
     Ok(out)
+}
+
+/// Every how many seeds the sharded scan runs too: `SCANLEDGER_SIM_SHARD_EVERY` (1 in a soak),
+/// by default every 8th seed, which keeps a plain `cargo test` short.
+fn shard_every() -> u64 {
+    std::env::var("SCANLEDGER_SIM_SHARD_EVERY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(8)
+}
+
+/// The seed's collection as a plan of `shards` shards pinned to the source's snapshot now (as
+/// a coordinator holds it), each shard scanned into its own store from a source with the same
+/// faults (resumed while it can go on), and merged: the merged run's receipt.
+fn sharded(
+    seed: u64,
+    c: &Contract,
+    single: &FaultySource,
+    rates: [u64; 9],
+    shards: u32,
+    rng: &mut Mix,
+    what: &str,
+) -> Result<Receipt, String> {
+    let version = single.version;
+    let snapshot = format!("snap-v{version}");
+    // The span a plan divides: the whole space, or the members' smallest and largest IDs.
+    let (lo, last) = if rng.chance(500) {
+        (0, u64::MAX - 1)
+    } else {
+        let ids: Vec<u64> = faults::truth(single.records, version)
+            .into_iter()
+            .map(|n| single.keys.id(n))
+            .collect();
+        match (ids.iter().min(), ids.iter().max()) {
+            (Some(lo), Some(last)) => (*lo, *last),
+            _ => (0, u64::MAX - 1),
+        }
+    };
+    let ranges = crate::shard::split(lo, last, shards)
+        .map_err(|e| format!("{what}: split of {lo}..={last}: {e}"))?;
+    let split = crate::shard::Split {
+        by: "min_max".to_owned(),
+        lo,
+        last,
+    };
+    let plan = crate::shard::Plan::new(
+        c,
+        "sim",
+        Some(snapshot),
+        true,
+        split,
+        ranges,
+        "2026-12-01T00:00:00.000Z".to_owned(),
+        format!("{seed:032x}"),
+    )
+    .map_err(|e| format!("{what}: plan: {e}"))?;
+    let mut disks = Vec::new();
+    for k in 0..plan.shards.len() {
+        let index = u32::try_from(k).unwrap_or(u32::MAX);
+        let contract = plan
+            .shard_contract(index)
+            .ok_or_else(|| format!("{what}: no shard {k}"))?;
+        let mut src = FaultySource::new(seed ^ (u64::from(index) + 1) << 32, single.records, rates);
+        src.keys = single.keys;
+        src.version = version;
+        src.range = contract.scope.key_range;
+        let disk = SimDisk::new();
+        let mut store = Store::open_simulated(&disk, StoreOptions::new())
+            .map_err(|e| format!("{what}: shard {k}: open: {e}"))?;
+        let acks = Acks::default();
+        let mut result = scan(&mut store, &contract, &mut src, &acks);
+        for _ in 0..6 {
+            match &result {
+                Ok(r) if r.coverage_status == Status::Unknown => {}
+                _ => break,
+            }
+            let run = store
+                .read()
+                .and_then(|s| s.runs())
+                .map_err(|e| format!("{what}: shard {k}: runs: {e}"))?
+                .first()
+                .map(|r| r.run_id)
+                .ok_or_else(|| format!("{what}: shard {k}: no run"))?;
+            result = resume(&mut store, run, &mut src, &acks);
+        }
+        match result {
+            Ok(_) | Err(Error::Write(WriteError::NotResumable { .. })) => {}
+            Err(e) => return Err(format!("{what}: shard {k}: {e}")),
+        }
+        drop(store);
+        disks.push(disk);
+    }
+    let stores: Vec<Store> = disks
+        .iter()
+        .map(|d| Store::open_simulated(d, StoreOptions::new()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{what}: reopen a shard store: {e}"))?;
+    let views = stores
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            Ok(crate::shard::ShardStore {
+                path: format!("shard-{k}.redb").into(),
+                snapshot: s.read()?,
+            })
+        })
+        .collect::<Result<Vec<_>, ReadError>>()
+        .map_err(|e| format!("{what}: read a shard store: {e}"))?;
+    let merged = crate::shard::merge(&plan, &views).map_err(|e| format!("{what}: merge: {e}"))?;
+    drop(views);
+    let disk = SimDisk::new();
+    let mut target = Store::open_simulated(&disk, StoreOptions::new())
+        .map_err(|e| format!("{what}: merged store: {e}"))?;
+    let run = target
+        .write_merged(
+            &plan.contract,
+            &merged.reconciler,
+            merged.pages,
+            Some(&merged.merged_from),
+            merged.started_at_ms,
+            merged.started_at_ms,
+        )
+        .map_err(|e| format!("{what}: write the merged run: {e}"))?;
+    target
+        .read()
+        .and_then(|s| s.receipt(run))
+        .map_err(|e| format!("{what}: merged receipt: {e}"))
 }
 
 #[test]
@@ -274,16 +478,17 @@ fn simulation() {
     let seeds: Vec<u64> = match std::env::var("SCANLEDGER_SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SCANLEDGER_SIM_SEED is a number")],
         Err(_) => {
-            let n = std::env::var("SCANLEDGER_SIM_SEEDS")
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(2_000u64);
-            (0..n).collect()
+            let var = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
+            let n: u64 = var("SCANLEDGER_SIM_SEEDS").unwrap_or(2_000);
+            // A soak split over processes: each runs its own slice of seeds.
+            let from: u64 = var("SCANLEDGER_SIM_FROM").unwrap_or(0);
+            (from..from.saturating_add(n)).collect()
         }
     };
     let mut faults = [0u64; 9];
-    let (mut kills, mut resumes) = (0u64, 0u64);
+    let (mut kills, mut resumes, mut shards) = (0u64, 0u64, 0u64);
     let mut statuses = std::collections::BTreeMap::new();
+    let mut merged = std::collections::BTreeMap::new();
     let mut failures = Vec::new();
     for seed in &seeds {
         match simulate(*seed) {
@@ -293,6 +498,10 @@ fn simulation() {
                 }
                 kills += o.kills;
                 resumes += o.resumes;
+                shards += o.shards;
+                *merged
+                    .entry(o.merged.map_or("none", |s| s.as_str()))
+                    .or_insert(0u64) += 1;
                 *statuses
                     .entry(o.status.map_or("none", |s| s.as_str()))
                     .or_insert(0u64) += 1;
@@ -309,7 +518,7 @@ fn simulation() {
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     eprintln!(
-        "simulation: {} seeds, {kills} power cuts, {resumes} resumes, verdicts {statuses:?}, faults: {}",
+        "simulation: {} seeds, {kills} power cuts, {resumes} resumes, verdicts {statuses:?}, merged from {shards} shards {merged:?}, faults: {}",
         seeds.len(),
         by_kind.join(", ")
     );
@@ -375,7 +584,7 @@ fn a_snapshot_change_restart_survives_a_power_cut_at_every_operation() {
         };
         match r {
             Ok(r) if r.coverage_status == Status::Verified => {
-                check_verdict(&r, 30, &format!("cut {cut}")).expect("verdict");
+                check_verdict(&r, 30, Keys::Dense, &format!("cut {cut}")).expect("verdict");
             }
             Ok(r) => lost.push(format!(
                 "cut {cut}: {:?} {:?}",

@@ -1,0 +1,261 @@
+//! The one-command form of `migration verify`: a side given as a source (`mysql:CONFIG.json`,
+//! `postgres:CONFIG.json`, or any other source kind) is scanned before the verdict, both
+//! sides at once on two threads, each an ordinary durable run with its own receipt.
+//!
+//! Where the runs live: a store has one writer at a time, so two concurrent scans need two
+//! store files. `--from`'s run is in `--store` and `--to`'s in `--other-store`, as in the
+//! two-run form, so every command a verdict suggests reads the same files; when `--to` is a
+//! source and `--other-store` is not given, it is `--store`'s file name with `.to` before its
+//! extension (`scanledger.redb` gives `scanledger.to.redb`).
+//!
+//! Resumable: each side first looks in its store for the newest run of its scope from the
+//! same source that stopped short of its end (`Store::unfinished_run`) and resumes it, so the
+//! same command after a kill continues both runs. A failed side stops the other at its next
+//! page boundary, where it stays resumable. Nothing here decides the verdict: it is the
+//! library's, over the two runs the scans leave.
+
+use std::path::{Path, PathBuf};
+
+use scanledger::{Contract, RunId, RunRef};
+
+use super::scan::{read_contract, scan_side, stop_all, stopping};
+use super::{CliError, Out, WriteOpts};
+
+/// The source kinds a side may name; anything else is a run.
+const SOURCE_KINDS: &[&str] = &["mysql", "postgres", "replay", "sim", "http", "mcp"];
+
+/// Items per page of the default contract: large pages, since a database scan is bound by
+/// its round trips (each page one query), and small enough that a page's rows stay a few MB.
+const PAGE_SIZE_DEFAULT: u32 = 5_000;
+
+/// What `--from` or `--to` names.
+#[derive(Debug, Clone)]
+pub(crate) enum SideArg {
+    /// A stored run.
+    Run(RunRef),
+    /// A source to scan (its spec as given).
+    Source(String),
+}
+
+impl SideArg {
+    /// Reads a `--from`/`--to` value: a source when it starts with a source kind and a colon,
+    /// else a run.
+    pub(crate) fn parse(value: &str, flag: &str) -> Result<SideArg, CliError> {
+        if let Some((kind, rest)) = value.split_once(':') {
+            if SOURCE_KINDS.contains(&kind) && !rest.is_empty() {
+                return Ok(SideArg::Source(value.to_owned()));
+            }
+        }
+        value.parse::<RunRef>().map(SideArg::Run).map_err(|_| {
+            CliError::usage(format!(
+                "{flag}: {:?} is neither a run (run-N, N or latest) nor a source (mysql:CONFIG.json, postgres:CONFIG.json, ...)",
+                scanledger::terminal_safe(value)
+            ))
+            .with_field(flag)
+        })
+    }
+}
+
+/// The runs a verdict compares once the sides are scanned, and the other store's path.
+pub(crate) struct Scanned {
+    pub from: RunRef,
+    pub to: RunRef,
+    pub other_store: Option<PathBuf>,
+}
+
+/// `--store`'s path with `.to` before its extension: the default store of a `--to` source.
+fn to_store_of(main: &Path) -> PathBuf {
+    let stem = main
+        .file_stem()
+        .map_or_else(|| "scanledger".into(), |s| s.to_string_lossy().into_owned());
+    let ext = main
+        .extension()
+        .map_or_else(|| "redb".into(), |s| s.to_string_lossy().into_owned());
+    main.with_file_name(format!("{stem}.to.{ext}"))
+}
+
+/// The contract of a side: `--contract FILE` for both sides, or the default one, named after
+/// the source (`mysql:orders.json`), 5,000 items a page, and `restart` on an expired cursor (a
+/// database's snapshot dies with the process that held it: a continued scan begins a fresh
+/// snapshot, linked to the killed run, never spliced with it).
+fn contract_of(spec: &str, file: Option<&Path>) -> Result<Contract, CliError> {
+    if let Some(path) = file {
+        return read_contract(path);
+    }
+    let (kind, rest) = spec.split_once(':').unwrap_or(("source", spec));
+    let name = Path::new(rest)
+        .file_name()
+        .map_or_else(|| rest.to_owned(), |n| n.to_string_lossy().into_owned());
+    let text = serde_json::json!({
+        "source": format!("{kind}:{name}"),
+        "page_size": PAGE_SIZE_DEFAULT,
+        "on_expired_cursor": "restart",
+    })
+    .to_string();
+    Contract::from_json(&text)
+        .map_err(|e| CliError::usage(format!("the default contract of {spec}: {e}")))
+}
+
+/// Scans the sides that are sources (both at once when both are), and returns the runs to
+/// compare. A side that is a run is left as it is.
+pub(crate) fn scan_sides(
+    out: &Out,
+    from: SideArg,
+    to: SideArg,
+    other_store: Option<&Path>,
+    contract: Option<&Path>,
+    write: &WriteOpts,
+) -> Result<Scanned, CliError> {
+    let other = match (&to, other_store) {
+        (_, Some(p)) => Some(p.to_owned()),
+        (SideArg::Source(_), None) => Some(to_store_of(&out.store)),
+        (SideArg::Run(_), None) => None,
+    };
+    if let (SideArg::Source(_), SideArg::Source(_), Some(o)) = (&from, &to, &other) {
+        if same_path(&out.store, o) {
+            return Err(CliError::usage(
+                "both sides are sources, and a store has one writer at a time: their runs need two store files",
+            )
+            .with_field("--other-store")
+            .with_hint("give --other-store another file, or leave it out (the default is --store's name with .to before .redb)"));
+        }
+    }
+    let mut write = write.clone();
+    write.no_progress = true;
+    let side_out = |store: &Path| Out {
+        store: store.to_owned(),
+        ..out.clone()
+    };
+    let to_out = side_out(other.as_deref().unwrap_or(&out.store));
+    let jobs: [(&SideArg, Out, &str); 2] = [
+        (&from, side_out(&out.store), "--from"),
+        (&to, to_out, "--to"),
+    ];
+    let results: Vec<Result<Option<RunId>, CliError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(side, side_out, flag)| {
+                let write = &write;
+                s.spawn(move || scan_one(side, side_out, flag, contract, write))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CliError::internal("a side's scan panicked")))
+            })
+            .collect()
+    });
+    let mut runs = Vec::with_capacity(2);
+    for ((side, _, _), r) in jobs.iter().zip(results) {
+        runs.push(match (side, r?) {
+            (SideArg::Run(r), _) => *r,
+            (SideArg::Source(_), Some(run)) => RunRef::Id(run),
+            (SideArg::Source(_), None) => RunRef::Latest,
+        });
+    }
+    Ok(Scanned {
+        from: runs[0],
+        to: runs[1],
+        other_store: other,
+    })
+}
+
+/// One side: a run is left as it is; a source is scanned (or its unfinished run continued).
+/// Returns the run the scan ended as (a restart's new run, when it restarted).
+fn scan_one(
+    side: &SideArg,
+    out: &Out,
+    flag: &str,
+    contract: Option<&Path>,
+    write: &WriteOpts,
+) -> Result<Option<RunId>, CliError> {
+    let SideArg::Source(spec) = side else {
+        return Ok(None);
+    };
+    let scanned = contract_of(spec, contract).and_then(|c| {
+        if !out.quiet && !out.json {
+            eprintln!("{flag}: scanning {spec} into {}", out.store.display());
+        }
+        scan_side(out, &c, spec, write)
+    });
+    match scanned {
+        Ok((receipt, resumed)) => {
+            if !out.quiet && !out.json {
+                let how = resumed.map_or_else(String::new, |r| format!(", continuing {r}"));
+                eprintln!(
+                    "{flag}: {} {}{how}",
+                    receipt.run_id,
+                    receipt.coverage_status.as_str()
+                );
+            }
+            Ok(receipt.run_id.parse::<RunId>().ok())
+        }
+        Err(e) => {
+            // The other side stops at its next page boundary, resumable; unless it was a stop
+            // already (Ctrl-C), this side's error is the one to report.
+            if !stopping() {
+                stop_all();
+            }
+            let mut e = e;
+            if e.hint.is_none() {
+                e.hint = Some(
+                    "each side's run is kept at its last commit: run the same command again to continue it".into(),
+                );
+            }
+            Err(e)
+        }
+    }
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_with_a_source_kind_is_a_source_and_anything_else_a_run() {
+        assert!(matches!(
+            SideArg::parse("mysql:my.json", "--from"),
+            Ok(SideArg::Source(s)) if s == "mysql:my.json"
+        ));
+        assert!(matches!(
+            SideArg::parse("run-3", "--from"),
+            Ok(SideArg::Run(RunRef::Id(RunId(3))))
+        ));
+        assert!(matches!(
+            SideArg::parse("latest", "--to"),
+            Ok(SideArg::Run(RunRef::Latest))
+        ));
+        assert!(SideArg::parse("oracle:x.json", "--to").is_err());
+        assert!(SideArg::parse("mysql:", "--to").is_err());
+    }
+
+    #[test]
+    fn the_target_store_is_the_main_one_with_to_before_its_extension() {
+        assert_eq!(
+            to_store_of(Path::new("./scanledger.redb")),
+            PathBuf::from("./scanledger.to.redb")
+        );
+        assert_eq!(
+            to_store_of(Path::new("/x/mig")),
+            PathBuf::from("/x/mig.to.redb")
+        );
+    }
+
+    #[test]
+    fn the_default_contract_is_named_after_the_source_and_restarts() {
+        let c = contract_of("mysql:/a/b/orders.json", None).expect("a valid default contract");
+        assert_eq!(c.scope.source, "mysql:orders.json");
+        assert_eq!(c.page_size, PAGE_SIZE_DEFAULT);
+        assert_eq!(c.on_expired_cursor, scanledger::ExpiredPolicy::Restart);
+    }
+}
