@@ -131,12 +131,30 @@ pub(crate) fn scan_sides(
         (&from, side_out(&out.store), "--from"),
         (&to, to_out, "--to"),
     ];
+    // Each source side's contract, read before either scan starts (a bad one stops both
+    // before any row is read), and said in order, `--from` first: the lines a side prints
+    // when it ends come in the order the sides end.
+    let mut contracts = Vec::with_capacity(2);
+    for (side, side_out, flag) in &jobs {
+        let c = match side {
+            SideArg::Source(spec) => {
+                let c = contract_of(spec, contract)?;
+                if !out.quiet && !out.json {
+                    eprintln!("{flag}: scanning {spec} into {}", side_out.store.display());
+                }
+                Some(c)
+            }
+            SideArg::Run(_) => None,
+        };
+        contracts.push(c);
+    }
     let results: Vec<Result<Option<RunId>, CliError>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|(side, side_out, flag)| {
+            .zip(&contracts)
+            .map(|((side, side_out, flag), c)| {
                 let write = &write;
-                s.spawn(move || scan_one(side, side_out, flag, contract, write))
+                s.spawn(move || scan_one(side, c.as_ref(), side_out, flag, write))
             })
             .collect();
         handles
@@ -162,25 +180,20 @@ pub(crate) fn scan_sides(
     })
 }
 
-/// One side: a run is left as it is; a source is scanned (or its unfinished run continued).
-/// Returns the run the scan ended as (a restart's new run, when it restarted).
+/// One side: a run is left as it is; a source is scanned under its contract (or its
+/// unfinished run continued). Returns the run the scan ended as (a restart's new run, when it
+/// restarted).
 fn scan_one(
     side: &SideArg,
+    contract: Option<&Contract>,
     out: &Out,
     flag: &str,
-    contract: Option<&Path>,
     write: &WriteOpts,
 ) -> Result<Option<RunId>, CliError> {
-    let SideArg::Source(spec) = side else {
+    let (SideArg::Source(spec), Some(c)) = (side, contract) else {
         return Ok(None);
     };
-    let scanned = contract_of(spec, contract).and_then(|c| {
-        if !out.quiet && !out.json {
-            eprintln!("{flag}: scanning {spec} into {}", out.store.display());
-        }
-        scan_side(out, &c, spec, write)
-    });
-    match scanned {
+    match scan_side(out, c, spec, write) {
         Ok((receipt, resumed)) => {
             if !out.quiet && !out.json {
                 let how = resumed.map_or_else(String::new, |r| format!(", continuing {r}"));
