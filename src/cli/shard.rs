@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use scanledger::shard::{self, Plan, ShardStore, Split};
-use scanledger::{AnySource, Error, IdCodecKind, RunState, Status, Store, StoreOptions};
+use scanledger::{AnySource, Contract, Error, IdCodecKind, RunState, Status, Store, StoreOptions};
 
 use super::error::CliError;
 use super::output::count;
@@ -119,19 +119,7 @@ fn random_hex16() -> Result<String, CliError> {
 /// [--hold-snapshot]`.
 pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     let contract = scan::read_contract(&args.contract)?;
-    if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
-        return Err(CliError::usage(format!(
-            "{}: a contract to plan has no key_range and no shard (plan makes them)",
-            args.contract.display()
-        ))
-        .with_field("key_range"));
-    }
-    if contract.id_codec == IdCodecKind::String {
-        return Err(CliError::usage(
-            "the string codec cannot be sharded: its IDs are interned per store, so they have no key order to cut",
-        )
-        .with_field("id_codec"));
-    }
+    check_plannable(args, &contract)?;
     let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
     let rt = scan::runtime()?;
     // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
@@ -172,6 +160,35 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
         random_hex16()?,
     )
     .map_err(CliError::internal)?;
+    let (path, release) = write_plan(args, &plan)?;
+    print_plan(out, args, &plan, &path)?;
+    let Some(snapshot) = held else {
+        return Ok(0);
+    };
+    coordinate(args, &mut source, &rt, &snapshot, &release, locked_at)
+}
+
+/// A contract `plan` can shard: none of the scope a plan makes, and a codec with a key order.
+fn check_plannable(args: &PlanArgs, contract: &Contract) -> Result<(), CliError> {
+    if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
+        return Err(CliError::usage(format!(
+            "{}: a contract to plan has no key_range and no shard (plan makes them)",
+            args.contract.display()
+        ))
+        .with_field("key_range"));
+    }
+    if contract.id_codec == IdCodecKind::String {
+        return Err(CliError::usage(
+            "the string codec cannot be sharded: its IDs are interned per store, so they have no key order to cut",
+        )
+        .with_field("id_codec"));
+    }
+    Ok(())
+}
+
+/// Writes the plan's directory: no release file, each shard's contract, and `plan.json`
+/// last. Returns the plan's path and the release file's.
+fn write_plan(args: &PlanArgs, plan: &Plan) -> Result<(PathBuf, PathBuf), CliError> {
     std::fs::create_dir_all(&args.out).map_err(|e| CliError::io("create", &args.out, &e))?;
     let release = args.out.join(RELEASE_FILE);
     if release.exists() {
@@ -189,7 +206,11 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     let tmp = args.out.join(".plan.json.tmp");
     write_file(&tmp, &plan.to_json())?;
     std::fs::rename(&tmp, &path).map_err(|e| CliError::io("rename", &path, &e))?;
+    Ok((path, release))
+}
 
+/// Prints the plan written at `path`, as JSON or as text.
+fn print_plan(out: &Out, args: &PlanArgs, plan: &Plan, path: &Path) -> Result<(), CliError> {
     let summary = serde_json::json!({
         "plan": path.display().to_string(),
         "plan_digest": plan.digest(),
@@ -220,24 +241,34 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
         ));
         out.emit(&text)?;
     }
-    let Some(snapshot) = held else {
-        return Ok(0);
-    };
-    match &mut source {
+    Ok(())
+}
+
+/// With a held snapshot: the coordinator, until the shards no longer need it (PostgreSQL's
+/// hold, MySQL/MariaDB's synchronization).
+fn coordinate(
+    args: &PlanArgs,
+    source: &mut AnySource,
+    rt: &tokio::runtime::Runtime,
+    snapshot: &str,
+    release: &Path,
+    locked_at: std::time::Instant,
+) -> Result<i32, CliError> {
+    match source {
         #[cfg(feature = "postgres")]
-        AnySource::Postgres(pg) => hold(pg, &rt, &snapshot, &release, args.hold_timeout_seconds),
+        AnySource::Postgres(pg) => hold(pg, rt, snapshot, release, args.hold_timeout_seconds),
         #[cfg(feature = "mysql")]
         AnySource::Mysql(my) => super::sync::synchronize(
             my,
-            &rt,
+            rt,
             &args.out,
             args.shards,
-            &release,
+            release,
             locked_at,
             args.lock_timeout_seconds,
         ),
         _ => {
-            let _ = (snapshot, release, locked_at);
+            let _ = (rt, snapshot, release, locked_at);
             let _ = (args.hold_timeout_seconds, args.lock_timeout_seconds);
             Ok(0)
         }

@@ -24,6 +24,7 @@ use crate::contract::{Contract, EndSignal, Mode, SnapshotPolicy, PAGES_PER_RUN_M
 use crate::digest::{self, Hash};
 use crate::idset::IdSet;
 
+mod merge;
 mod observe;
 #[cfg(test)]
 mod tests;

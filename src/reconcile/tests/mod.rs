@@ -159,4 +159,5 @@ mod bounds;
 mod consistency;
 mod end;
 mod evidence;
+mod merge;
 mod stops;
