@@ -1,8 +1,8 @@
 //! scanledger against SQLite on identical generated workloads, measured in one process run.
 //!
-//! Run:  cargo bench --bench compare                      (1 M and 10 M IDs, 3 repeats)
-//!       COMPARE_SIZES=1000000 COMPARE_REPEATS=5 cargo bench --bench compare
-//!       COMPARE_DIR=/path/on/the/disk/to/measure cargo bench --bench compare
+//! Run:  cargo bench --bench compare --features bench-sqlite   (1 M and 10 M IDs, 3 repeats)
+//!       COMPARE_SIZES=1000000 COMPARE_REPEATS=5 cargo bench --bench compare --features bench-sqlite
+//!       COMPARE_DIR=/path/on/the/disk/to/measure cargo bench --bench compare --features bench-sqlite
 //!
 //! Workloads (fixed seed): `dense` (IDs 0, 1, 2, ...), `density20` (each of 0, 1, 2, ... kept
 //! with probability 1/5), `customer-N` (the strings `customer-N` of the dense numbers, the
