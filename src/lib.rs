@@ -115,12 +115,12 @@ pub use evidence::{
 pub use evidence::{
     check_source_columns, compare as compare_runs, diff_content, diff_report, export_of, gaps_of,
     mcp_server_of, missing_report, page_report, parse_given, run_names, run_side, runs_report,
-    shell_word, verify_migration, verify_report, Compared, ContentReport, DiffReport, EmitError,
-    ExcludeError, Export, ExportError, ExportShape, ExportSummary, Gaps, GivenId, IdTextError,
-    MigrationError, MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport,
-    RangeError, RangeTally, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow,
-    RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced, VerifyReport, Which,
-    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+    shell_word, side_contract, verify_migration, verify_report, Compared, ContentReport,
+    DiffReport, EmitError, ExcludeError, Export, ExportError, ExportShape, ExportSummary, Gaps,
+    GivenId, IdTextError, MigrationError, MigrationLists, MigrationReport, MigrationRequest,
+    MissingReport, PageReport, RangeError, RangeTally, RereadFailure, RereadReport, RereadSources,
+    RunAt, RunName, RunRow, RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced,
+    VerifyReport, Which, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
 };
 pub use evidence::{
     write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,
@@ -145,9 +145,10 @@ pub use source::mapping;
 pub use source::HttpSource;
 #[cfg(feature = "postgres")]
 pub use source::PostgresSource;
+pub use source::{source_kind, spec_file};
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
-    SourceError, KEY_RANGES_MAX, PROVENANCE_MARK,
+    SourceError, KEY_RANGES_MAX, PROVENANCE_MARK, SOURCE_KINDS,
 };
 #[cfg(feature = "mcp")]
 pub use source::{McpConfig, McpList, McpSource};

@@ -299,18 +299,13 @@ pub(crate) fn read_contract(path: &Path) -> Result<Contract, CliError> {
 /// The `--source` argument as a run records it: a replay or config file's path made
 /// absolute, so a resume from another directory finds the same file.
 fn recordable(spec: &str) -> String {
-    // File-backed sources are recorded by absolute path, so `resume` works from anywhere.
-    for kind in ["replay:", "postgres:", "mysql:", "http:", "mcp:"] {
-        if let Some(path) = spec.strip_prefix(kind) {
-            // A recorded MCP spec carries the server it spoke to; that is not the path.
-            let path = path
-                .rfind(scanledger::PROVENANCE_MARK)
-                .map_or(path, |i| &path[..i]);
-            return std::fs::canonicalize(path)
-                .map_or_else(|_| spec.to_owned(), |p| format!("{kind}{}", p.display()));
-        }
+    // File-backed sources are recorded by absolute path, so `resume` works from anywhere (a
+    // recorded MCP spec's provenance is no part of the path).
+    match scanledger::spec_file(spec) {
+        Some((kind, path)) => std::fs::canonicalize(path)
+            .map_or_else(|_| spec.to_owned(), |p| format!("{kind}:{}", p.display())),
+        None => spec.to_owned(),
     }
-    spec.to_owned()
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {

@@ -21,13 +21,6 @@ use scanledger::{Contract, RunId, RunRef};
 use super::scan::{read_contract, scan_side, stop_all, stopping};
 use super::{CliError, Out, WriteOpts};
 
-/// The source kinds a side may name; anything else is a run.
-const SOURCE_KINDS: &[&str] = &["mysql", "postgres", "replay", "sim", "http", "mcp"];
-
-/// Items per page of the default contract: large pages, since a database scan is bound by
-/// its round trips (each page one query), and small enough that a page's rows stay a few MB.
-const PAGE_SIZE_DEFAULT: u32 = 5_000;
-
 /// What `--from` or `--to` names.
 #[derive(Debug, Clone)]
 pub(crate) enum SideArg {
@@ -38,13 +31,11 @@ pub(crate) enum SideArg {
 }
 
 impl SideArg {
-    /// Reads a `--from`/`--to` value: a source when it starts with a source kind and a colon,
-    /// else a run.
+    /// Reads a `--from`/`--to` value: a source when it names a source kind (the library's
+    /// `source_kind`), else a run.
     pub(crate) fn parse(value: &str, flag: &str) -> Result<SideArg, CliError> {
-        if let Some((kind, rest)) = value.split_once(':') {
-            if SOURCE_KINDS.contains(&kind) && !rest.is_empty() {
-                return Ok(SideArg::Source(value.to_owned()));
-            }
+        if scanledger::source_kind(value).is_some() {
+            return Ok(SideArg::Source(value.to_owned()));
         }
         value.parse::<RunRef>().map(SideArg::Run).map_err(|_| {
             CliError::usage(format!(
@@ -74,25 +65,13 @@ fn to_store_of(main: &Path) -> PathBuf {
     main.with_file_name(format!("{stem}.to.{ext}"))
 }
 
-/// The contract of a side: `--contract FILE` for both sides, or the default one, named after
-/// the source (`mysql:orders.json`), 5,000 items a page, and `restart` on an expired cursor (a
-/// database's snapshot dies with the process that held it: a continued scan begins a fresh
-/// snapshot, linked to the killed run, never spliced with it).
+/// The contract of a side: `--contract FILE` for both sides, or the library's default one
+/// (`scanledger::side_contract`: named after the source, restarting on an expired cursor).
 fn contract_of(spec: &str, file: Option<&Path>) -> Result<Contract, CliError> {
     if let Some(path) = file {
         return read_contract(path);
     }
-    let (kind, rest) = spec.split_once(':').unwrap_or(("source", spec));
-    let name = Path::new(rest)
-        .file_name()
-        .map_or_else(|| rest.to_owned(), |n| n.to_string_lossy().into_owned());
-    let text = serde_json::json!({
-        "source": format!("{kind}:{name}"),
-        "page_size": PAGE_SIZE_DEFAULT,
-        "on_expired_cursor": "restart",
-    })
-    .to_string();
-    Contract::from_json(&text)
+    scanledger::side_contract(spec)
         .map_err(|e| CliError::usage(format!("the default contract of {spec}: {e}")))
 }
 
@@ -268,7 +247,7 @@ mod tests {
     fn the_default_contract_is_named_after_the_source_and_restarts() {
         let c = contract_of("mysql:/a/b/orders.json", None).expect("a valid default contract");
         assert_eq!(c.scope.source, "mysql:orders.json");
-        assert_eq!(c.page_size, PAGE_SIZE_DEFAULT);
+        assert_eq!(c.page_size, scanledger::SIDE_PAGE_SIZE);
         assert_eq!(c.on_expired_cursor, scanledger::ExpiredPolicy::Restart);
     }
 }

@@ -19,8 +19,6 @@ pub const CATALOG_SOURCES_MAX: usize = 1024;
 const NAME_LEN_MAX: usize = 128;
 /// Bytes of the catalog file.
 const CATALOG_BYTES_MAX: u64 = 1024 * 1024;
-/// The spec prefixes whose rest is a file path.
-const FILE_KINDS: &[&str] = &["replay:", "postgres:", "mysql:", "http:", "mcp:"];
 
 /// The declared sources, by name, in the file's order.
 #[derive(Debug, Clone, Default)]
@@ -114,14 +112,12 @@ impl Catalog {
 
 /// `spec` with a relative file path made absolute from `base`.
 fn absolute(spec: &str, base: &Path) -> String {
-    for kind in FILE_KINDS {
-        if let Some(rest) = spec.strip_prefix(kind) {
-            let p = Path::new(rest);
-            if p.is_relative() {
-                let joined = base.join(p);
-                let full = std::fs::canonicalize(&joined).unwrap_or(joined);
-                return format!("{kind}{}", full.display());
-            }
+    if let Some((kind, rest)) = crate::source::spec_file(spec) {
+        let p = Path::new(rest);
+        if p.is_relative() {
+            let joined = base.join(p);
+            let full = std::fs::canonicalize(&joined).unwrap_or(joined);
+            return format!("{kind}:{}", full.display());
         }
     }
     spec.to_owned()

@@ -273,6 +273,43 @@ impl PageSource for AnySource {
 pub const PROVENANCE_MARK: &str = "#server=";
 
 /// A recorded spec's path without the provenance a run appended to it.
+/// The kinds of source a spec names before its colon (`mysql:orders.json`, `sim:records=10`),
+/// as [`AnySource::open`] reads them; a build without a kind's feature refuses it there.
+pub const SOURCE_KINDS: &[&str] = &["replay", "sim", "postgres", "mysql", "http", "mcp"];
+
+/// The kinds whose spec names a file after the colon (a replay or a config file); `sim:`
+/// takes parameters instead.
+const FILE_KINDS: &[&str] = &["replay", "postgres", "mysql", "http", "mcp"];
+
+/// The kind a source spec names, when it names one and something after its colon:
+/// `Some("mysql")` for `mysql:orders.json`; `None` for `run-3`, `oracle:x` or `mysql:`.
+#[must_use]
+pub fn source_kind(spec: &str) -> Option<&'static str> {
+    let (kind, rest) = spec.split_once(':')?;
+    let kind = SOURCE_KINDS.iter().find(|k| **k == kind)?;
+    (!rest.is_empty()).then_some(*kind)
+}
+
+/// The file a file-backed spec names, with its kind, as [`AnySource::open`] reads it:
+/// `("mysql", "orders.json")` for `mysql:orders.json`; a recorded `mcp:` spec's provenance
+/// ([`PROVENANCE_MARK`]) is not part of its path. `None` for `sim:` and for a spec of no kind.
+#[must_use]
+pub fn spec_file(spec: &str) -> Option<(&'static str, &str)> {
+    let kind = source_kind(spec)?;
+    if !FILE_KINDS.contains(&kind) {
+        return None;
+    }
+    let rest = &spec[kind.len() + 1..];
+    Some((
+        kind,
+        if kind == "mcp" {
+            without_provenance(rest)
+        } else {
+            rest
+        },
+    ))
+}
+
 fn without_provenance(rest: &str) -> &str {
     rest.rfind(PROVENANCE_MARK).map_or(rest, |i| &rest[..i])
 }
@@ -345,5 +382,32 @@ impl AnySource {
         if let AnySource::Mcp(s) = self {
             s.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::{source_kind, spec_file};
+
+    #[test]
+    fn a_spec_names_a_kind_and_a_file_backed_kind_its_file() {
+        assert_eq!(source_kind("mysql:orders.json"), Some("mysql"));
+        assert_eq!(source_kind("sim:records=10"), Some("sim"));
+        assert_eq!(source_kind("run-3"), None);
+        assert_eq!(source_kind("oracle:x.json"), None);
+        assert_eq!(source_kind("mysql:"), None);
+        assert_eq!(
+            spec_file("replay:/a/p.jsonl"),
+            Some(("replay", "/a/p.jsonl"))
+        );
+        assert_eq!(
+            spec_file("mcp:c.json#server=x 1.0"),
+            Some(("mcp", "c.json"))
+        );
+        assert_eq!(
+            spec_file("replay:p#server=x"),
+            Some(("replay", "p#server=x"))
+        );
+        assert_eq!(spec_file("sim:records=10"), None);
     }
 }

@@ -20,7 +20,7 @@ use super::lists::{compare, Compared, RunAt, Which};
 use super::side::{run_names, RunName, RunSide};
 use super::stream::{EmitError, Tally};
 use super::DiffError;
-use crate::contract::{IdCodecKind, Mode};
+use crate::contract::{Contract, ContractError, IdCodecKind, Mode};
 use crate::idset::IdSet;
 use crate::receipt::RunId;
 use crate::reconcile::Status;
@@ -263,6 +263,35 @@ fn is_inventory(h: &RunHeader) -> bool {
     h.state == RunState::Finished
         && h.coverage_status == Status::Verified
         && h.contract.mode == Mode::All
+}
+
+/// Items per page of a migration side's default contract: large pages, since a database
+/// scan is bound by its round trips (each page one query), and small enough that a page's
+/// rows stay a few MB.
+pub const SIDE_PAGE_SIZE: u32 = 5_000;
+
+/// The contract a side of `migration verify` given as a source (`mysql:orders.json`) is
+/// scanned under when no contract is given: its scope named after the source's kind and file
+/// name (`mysql:orders.json`, whatever the directory, so a repeated command finds its run),
+/// [`SIDE_PAGE_SIZE`] items a page, and `restart` on an expired cursor (a database's snapshot
+/// dies with the process that held it: a continued scan begins a fresh snapshot, linked to
+/// the killed run, never spliced with it). Every face scans a side under this one contract.
+///
+/// # Errors
+/// `ContractError` when the name it makes is not a valid source name.
+pub fn side_contract(spec: &str) -> Result<Contract, ContractError> {
+    let (kind, rest) = spec.split_once(':').unwrap_or(("source", spec));
+    let name = std::path::Path::new(rest)
+        .file_name()
+        .map_or_else(|| rest.to_owned(), |n| n.to_string_lossy().into_owned());
+    // Through the contract file's own reader: the defaults and checks of every contract.
+    let text = serde_json::json!({
+        "source": format!("{kind}:{name}"),
+        "page_size": SIDE_PAGE_SIZE,
+        "on_expired_cursor": "restart",
+    })
+    .to_string();
+    Contract::from_json(&text)
 }
 
 /// The verdict over the migration from `from`'s run to `to`'s (two store files when
