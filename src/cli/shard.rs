@@ -603,7 +603,7 @@ pub(crate) fn merge(
     // named below are scanned again in the same snapshot and merged again.
     let held = plan.snapshot_held.then(|| {
         let verified = receipt.coverage_status == Status::Verified;
-        let retry = retry_shards(&merged.merged_from.shards);
+        let retry = scanledger::shard::retry_shards(&merged.merged_from.shards);
         (verified, retry)
     });
     let dir = plan_path.parent().unwrap_or(Path::new("."));
@@ -626,7 +626,7 @@ pub(crate) fn merge(
         });
         if let Some((verified, retry)) = &held {
             // A synchronized MySQL/MariaDB snapshot holds nothing a shard could rejoin.
-            let retry: Vec<u32> = if synchronized(&plan) {
+            let retry: Vec<u32> = if plan.synchronized() {
                 Vec::new()
             } else {
                 retry.iter().map(|(k, _)| *k).collect()
@@ -679,43 +679,10 @@ fn no_shard_store(plan: &Plan, path: &Path) -> CliError {
         ))
 }
 
-/// The shards a merge that is not verified asks to scan again, with why: every shard not
-/// merged whole with a verified run of its own.
-fn retry_shards(shards: &[scanledger::ShardEntry]) -> Vec<(u32, String)> {
-    use scanledger::ShardFinding;
-    shards
-        .iter()
-        .filter_map(|e| {
-            let why = match (e.finding, e.coverage_status) {
-                (ShardFinding::Merged, Some(Status::Verified)) => return None,
-                (ShardFinding::Missing, _) => "has no run in the shard stores".to_owned(),
-                (ShardFinding::Unfinished, _) => "has not reached its end".to_owned(),
-                (ShardFinding::Conflict, _) => {
-                    "has several attempts (merge one store of it)".to_owned()
-                }
-                (_, Some(Status::Unknown)) => "ended unknown (scanning it again continues its attempt where it can; otherwise scan it into a new store and merge that one instead)".to_owned(),
-                (_, status) => format!(
-                    "ended {} (its store holds that finished attempt: scan it into a new store and merge that one instead)",
-                    status.map_or("-", Status::as_str)
-                ),
-            };
-            Some((e.index, why))
-        })
-        .collect()
-}
-
-/// Whether the plan's snapshot was synchronized by a MySQL/MariaDB read lock (each shard held
-/// its own snapshot of one state; none outlives its shard).
-fn synchronized(plan: &Plan) -> bool {
-    plan.snapshot_id
-        .as_deref()
-        .is_some_and(|s| s.starts_with("mysql-sync:"))
-}
-
 /// What a merge that is not verified says of the held snapshot.
 fn still_held(plan: &Plan, plan_path: &Path, dir: &Path, retry: &[(u32, String)]) -> String {
     let snapshot = plan.snapshot_id.as_deref().unwrap_or("-");
-    if synchronized(plan) {
+    if plan.synchronized() {
         // Each shard held its own part of a synchronized snapshot, in its own connection: a
         // shard scanned again cannot rejoin it once the coordinator's read lock is gone.
         return format!(

@@ -9,8 +9,10 @@
 
 mod merge;
 mod plan;
+mod retry;
 #[cfg(test)]
 mod tests;
 
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
+pub use retry::retry_shards;

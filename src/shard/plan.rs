@@ -219,6 +219,16 @@ pub(crate) fn check_shards(shards: &[KeyRange]) -> Result<(), String> {
 }
 
 impl Plan {
+    /// Whether the plan's snapshot was synchronized by a MySQL/MariaDB read lock: each shard
+    /// held its own snapshot of one state and none outlives its shard, so a shard cannot
+    /// rejoin it after a merge that is not verified (a new plan is needed).
+    #[must_use]
+    pub fn synchronized(&self) -> bool {
+        self.snapshot_id
+            .as_deref()
+            .is_some_and(|s| s.starts_with(crate::source::SYNC_SNAPSHOT_PREFIX))
+    }
+
     /// The digest of the base contract, which every shard's contract shares.
     #[must_use]
     pub fn contract_digest(&self) -> String {

@@ -273,6 +273,11 @@ impl PageSource for AnySource {
 pub const PROVENANCE_MARK: &str = "#server=";
 
 /// A recorded spec's path without the provenance a run appended to it.
+/// The prefix of the ID of a MySQL/MariaDB snapshot synchronized by a coordinator's read lock
+/// (`plan --hold-snapshot` on a `mysql:` source): each shard held its own snapshot of one
+/// state, and none outlives its shard.
+pub(crate) const SYNC_SNAPSHOT_PREFIX: &str = "mysql-sync:";
+
 /// The kinds of source a spec names before its colon (`mysql:orders.json`, `sim:records=10`),
 /// as [`AnySource::open`] reads them; a build without a kind's feature refuses it there.
 pub const SOURCE_KINDS: &[&str] = &["replay", "sim", "postgres", "mysql", "http", "mcp"];

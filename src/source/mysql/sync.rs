@@ -19,7 +19,7 @@ use mysql_async::{Conn, Row};
 use super::probe::{int, text};
 
 /// The prefix of a synchronized snapshot's ID.
-pub(crate) const PREFIX: &str = "mysql-sync:";
+pub(crate) const PREFIX: &str = crate::source::SYNC_SNAPSHOT_PREFIX;
 
 /// The coordinator's connection that holds the read lock and the user lock.
 pub(crate) struct SyncLock {
