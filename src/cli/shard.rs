@@ -122,14 +122,9 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     check_plannable(args, &contract)?;
     let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
     let rt = scan::runtime()?;
-    // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
-    let locked_at = std::time::Instant::now();
-    let held = if args.hold_snapshot {
-        Some(super::sync::hold(&rt, &mut source)?)
-    } else {
-        None
-    };
-    let snapshot_id = held.clone().or_else(|| contract.snapshot_id.clone());
+    // The split first: a MySQL/MariaDB key sample is one read of the key column, which no
+    // writer should wait for under the coordinator's read lock. (A PostgreSQL snapshot begun
+    // here is the one held.)
     let (split_by, lo, last) = match &args.key_space {
         Some(text) => {
             let (lo, hi) = parse_key_space(text)?;
@@ -143,8 +138,25 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
             None => ("equal_width", 0, u64::MAX - 1),
         },
     };
-    let ranges = shard::split(lo, last, args.shards)
-        .map_err(|m| CliError::usage(m).with_field("--shards"))?;
+    let cuts = match split_by {
+        "min_max" => rt
+            .block_on(source.key_cuts(lo, last, args.shards))
+            .map_err(|e| fetch_error("reading the key's statistics", &e))?,
+        _ => None,
+    };
+    let (split_by, ranges) = match cuts {
+        Some((by, cuts)) => (by, shard::split_at(&cuts)),
+        None => (split_by, shard::split(lo, last, args.shards)),
+    };
+    let ranges = ranges.map_err(|m| CliError::usage(m).with_field("--shards"))?;
+    // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
+    let locked_at = std::time::Instant::now();
+    let held = if args.hold_snapshot {
+        Some(super::sync::hold(&rt, &mut source)?)
+    } else {
+        None
+    };
+    let snapshot_id = held.clone().or_else(|| contract.snapshot_id.clone());
     let plan = Plan::new(
         &contract,
         &args.source,

@@ -14,5 +14,5 @@ mod retry;
 mod tests;
 
 pub use merge::{merge, Merged, ShardStore};
-pub use plan::{split, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
+pub use plan::{split, split_at, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
 pub use retry::retry_shards;

@@ -43,8 +43,10 @@ const PLAN_KEYS: &[&str] = &[
 /// How the shards' bounds were chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
-    /// `min_max` (the source's smallest and largest key), `given` (`--key-space`) or
-    /// `equal_width` (no statistics: the whole ID space).
+    /// `histogram` (quantiles of PostgreSQL's `pg_stats` histogram of the key),
+    /// `key_sample` (quantiles of a strided sample of a MySQL/MariaDB table's keys),
+    /// `min_max` (equal widths between the source's smallest and largest key), `given`
+    /// (`--key-space`) or `equal_width` (no statistics: the whole ID space).
     pub by: String,
     /// The first key of the span divided.
     pub lo: u64,
@@ -138,13 +140,39 @@ pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
     if lo > last {
         return Err(format!("the key space {lo}..{last} is empty"));
     }
-    // In u128: no bound computed here can overflow (n <= SHARDS_MAX, far below 2^48).
-    let width = u128::from(PARTITION_WIDTH);
+    // In u128: no bound computed here can overflow (n <= SHARDS_MAX, far below 2^48), and
+    // each cut lies within [lo, last].
     let span = u128::from(last) - u128::from(lo) + 1;
-    let mut bounds: Vec<u128> = Vec::with_capacity(n as usize);
+    let cuts: Vec<u64> = (1..u128::from(n))
+        .map(|i| u64::try_from(u128::from(lo) + span * i / u128::from(n)).unwrap_or(last))
+        .collect();
+    split_at(&cuts)
+}
+
+/// Cuts the key space into `cuts.len() + 1` shards at `cuts` (ascending IDs, for example the
+/// quantiles of the key's distribution a source's statistics give), under the same rules as
+/// [`split`]: each cut rounded down to a partition and at least one partition above the one
+/// before, moved down near the top of the space; the last shard runs to the end. Where the
+/// cuts come from changes only how even the shards are, never which IDs they cover.
+///
+/// ```
+/// use scanledger::shard::split_at;
+/// let s = split_at(&[70_000, 70_001, 1 << 40]).unwrap();
+/// assert_eq!(s.len(), 4);
+/// assert_eq!((s[1].lo, s[2].lo, s[3].lo), (65_536, 131_072, 1 << 40));
+/// ```
+///
+/// # Errors
+/// A sentence when there are `SHARDS_MAX` cuts or more, or too many for the key space.
+pub fn split_at(cuts: &[u64]) -> Result<Vec<KeyRange>, String> {
+    if cuts.len() >= SHARDS_MAX as usize {
+        return Err(format!("--shards: from 1 to {SHARDS_MAX}"));
+    }
+    let width = u128::from(PARTITION_WIDTH);
+    let mut bounds: Vec<u128> = Vec::with_capacity(cuts.len());
     let mut prev = 0u128;
-    for i in 1..u128::from(n) {
-        let candidate = (u128::from(lo) + span * i / u128::from(n)) / width * width;
+    for cut in cuts {
+        let candidate = u128::from(*cut) / width * width;
         prev = candidate.max(prev + width);
         bounds.push(prev);
     }

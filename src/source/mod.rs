@@ -381,6 +381,29 @@ impl AnySource {
         }
     }
 
+    /// IDs that cut the rows with IDs in `lo..=last` into `n` parts of about equal counts,
+    /// from the source's statistics of its key (PostgreSQL's `pg_stats` histogram,
+    /// a strided sample of a MySQL/MariaDB table's keys), and how they were found, for `plan`
+    /// (`shard::split_at`); `Ok(None)`: no statistics, and `plan` cuts equal widths.
+    ///
+    /// # Errors
+    /// `FetchError` when the source cannot be asked.
+    pub async fn key_cuts(
+        &mut self,
+        lo: u64,
+        last: u64,
+        n: u32,
+    ) -> Result<Option<(&'static str, Vec<u64>)>, FetchError> {
+        let _ = (lo, last, n);
+        match self {
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.key_cuts(lo, last, n).await,
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.key_cuts(lo, last, n).await,
+            _ => Ok(None),
+        }
+    }
+
     /// Releases what the source holds (an MCP server's child process is asked to exit).
     pub async fn close(&mut self) {
         #[cfg(feature = "mcp")]

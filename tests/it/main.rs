@@ -42,6 +42,7 @@ mod shards_edges;
 mod shards_hold;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
+mod shards_split;
 #[cfg(feature = "postgres")]
 mod slurm;
 #[cfg(feature = "postgres")]

@@ -32,7 +32,12 @@ fn eight_shard_processes_in_one_held_snapshot_merge_to_the_snapshots_root() {
     let plan_path = dir.join("plan.json");
     let snapshot = plan["snapshot_id"].as_str().unwrap().to_owned();
     assert_eq!(plan["snapshot_held"], true);
-    assert_eq!(plan["split"]["by"], "min_max");
+    // Equal widths, or the key's histogram once autovacuum has analyzed the table.
+    assert!(
+        ["min_max", "histogram"].contains(&plan["split"]["by"].as_str().unwrap()),
+        "{}",
+        plan["split"]
+    );
 
     // The writes the snapshot must not see: new rows in several shards, deleted rows.
     pg.exec(&format!(

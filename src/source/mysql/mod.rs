@@ -48,6 +48,7 @@ mod connect;
 mod error;
 mod page;
 mod probe;
+mod sample;
 mod snapshot;
 mod sync;
 #[cfg(test)]
@@ -208,6 +209,21 @@ impl MysqlSource {
     /// `FetchError` when the server cannot be reached or refuses the query.
     pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
         self.0.key_bounds().await
+    }
+
+    /// IDs that cut the scope's rows in `lo..=last` into `n` parts of about equal counts,
+    /// from the server's statistics of the key, and how they were found; `None` when it has
+    /// none.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_cuts(
+        &mut self,
+        lo: u64,
+        last: u64,
+        n: u32,
+    ) -> Result<Option<(&'static str, Vec<u64>)>, FetchError> {
+        self.0.key_cuts(lo, last, n).await
     }
 }
 
@@ -601,6 +617,22 @@ impl Dialect for MyDialect {
                     answer,
                 });
             }
+        }
+    }
+
+    async fn quantiles(
+        &mut self,
+        target: Target<'_>,
+        lo: i128,
+        hi: i128,
+        n: u32,
+    ) -> Result<Option<crate::source::sql::quantiles::Quantiles>, FetchError> {
+        let table = crate::source::sql::config::SqlConfig::table_of::<MyDialect>(target.table);
+        let key = probe::quote(target.key);
+        let conn = self.conn().await?;
+        match sample::cuts(conn, &table, &key, lo, hi, n).await {
+            Ok(q) => Ok(q),
+            Err(e) => Err(self.failed(&e, "")),
         }
     }
 

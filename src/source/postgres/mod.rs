@@ -225,6 +225,21 @@ impl PostgresSource {
     pub async fn key_bounds(&mut self) -> Result<Option<(u64, u64)>, FetchError> {
         self.0.key_bounds().await
     }
+
+    /// IDs that cut the scope's rows in `lo..=last` into `n` parts of about equal counts,
+    /// from the server's statistics of the key, and how they were found; `None` when it has
+    /// none.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses the query.
+    pub async fn key_cuts(
+        &mut self,
+        lo: u64,
+        last: u64,
+        n: u32,
+    ) -> Result<Option<(&'static str, Vec<u64>)>, FetchError> {
+        self.0.key_cuts(lo, last, n).await
+    }
 }
 
 impl PostgresSource {
@@ -570,6 +585,17 @@ impl Dialect for PgDialect {
     async fn probe(&mut self, target: Target<'_>) -> Result<Catalogue, FetchError> {
         self.connect().await?;
         self.catalogue(target).await
+    }
+
+    async fn quantiles(
+        &mut self,
+        target: Target<'_>,
+        lo: i128,
+        hi: i128,
+        n: u32,
+    ) -> Result<Option<crate::source::sql::quantiles::Quantiles>, FetchError> {
+        self.connect().await?;
+        self.histogram_cuts(target, lo, hi, n).await
     }
 
     async fn check(&mut self, sql: &str, field: &str) -> Result<(), FetchError> {

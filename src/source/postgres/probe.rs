@@ -9,6 +9,7 @@ use tokio_postgres::types::Type;
 use super::value::{self, ContentKind};
 use super::{call, drive, Failure, PgDialect};
 use crate::source::sql::dialect::{Catalogue, Target, UniqueOrder};
+use crate::source::sql::quantiles::{self, Quantiles};
 use crate::source::FetchError;
 
 /// The key column: its type, nullability and type name, and the table's inheritance children
@@ -43,7 +44,41 @@ const UNIQUE: &str = "SELECT ic.relname::text, i.indisprimary, \
        AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indnkeyatts = 1 \
      ORDER BY 1";
 
+/// The key's histogram bounds as an integer array's text (`{1,5,9}`), from `pg_stats` (the
+/// statistics ANALYZE keeps; the ones over inheritance children first). `$1` and `$2` as in
+/// `COLUMN`. No row: the table was never analyzed.
+const HISTOGRAM: &str = "SELECT s.histogram_bounds::text \
+     FROM pg_catalog.pg_stats s \
+     JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname \
+     JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename \
+     WHERE c.oid = $1::text::regclass AND s.attname = $2 AND s.histogram_bounds IS NOT NULL \
+     ORDER BY s.inherited DESC LIMIT 1";
+
 impl PgDialect {
+    /// Shard cuts from the key's `pg_stats` histogram (`Dialect::quantiles`).
+    pub(super) async fn histogram_cuts(
+        &mut self,
+        target: Target<'_>,
+        lo: i128,
+        hi: i128,
+        n: u32,
+    ) -> Result<Option<Quantiles>, FetchError> {
+        let table = crate::source::sql::config::SqlConfig::table_of::<PgDialect>(target.table);
+        let key = target.key.to_owned();
+        let rows = call!(self, "reading the key's statistics", |c| c
+            .query(HISTOGRAM, &[&table, &key]))?;
+        let bounds = rows
+            .first()
+            .and_then(|r| r.try_get::<_, Option<String>>(0).ok().flatten())
+            .and_then(|text| quantiles::pg_int_array(&text));
+        Ok(bounds
+            .and_then(|b| quantiles::equi_depth(&b, lo, hi, n))
+            .map(|keys| Quantiles {
+                by: "histogram",
+                keys,
+            }))
+    }
+
     /// Reads the catalogue about `target`.
     pub(super) async fn catalogue(&mut self, target: Target<'_>) -> Result<Catalogue, FetchError> {
         let table = crate::source::sql::config::SqlConfig::table_of::<PgDialect>(target.table);

@@ -437,6 +437,20 @@ pub(crate) trait Dialect: Send + Sized {
         std::future::ready(())
     }
 
+    /// Keys that cut the rows of `target` with keys in `lo..=hi` into `n` parts of about
+    /// equal counts, from the server's statistics of the key or one read of the key column
+    /// alone (an integer key only). `Ok(None)`: none, and `plan` cuts equal widths.
+    fn quantiles(
+        &mut self,
+        target: Target<'_>,
+        lo: i128,
+        hi: i128,
+        n: u32,
+    ) -> impl Future<Output = Result<Option<super::quantiles::Quantiles>, FetchError>> + Send {
+        let _ = (target, lo, hi, n);
+        std::future::ready(Ok(None))
+    }
+
     /// Runs a statement whose one row is text values (counts, key bounds).
     fn texts(
         &mut self,

@@ -23,6 +23,7 @@ pub(crate) mod config;
 pub(crate) mod dialect;
 pub(crate) mod key;
 pub(crate) mod plan;
+pub(crate) mod quantiles;
 pub(crate) mod rows;
 #[cfg(test)]
 mod tests;
@@ -373,6 +374,57 @@ impl<D: Dialect> SqlSource<D> {
             (Some(lo), Some(hi)) => id_bounds(codec, lo, hi),
             _ => None,
         })
+    }
+}
+
+impl<D: Dialect> SqlSource<D> {
+    /// IDs that cut the scope's rows with IDs in `lo..=last` into `n` parts of about equal
+    /// counts, from the server's statistics of the key or a sample of it
+    /// (`Dialect::quantiles`), and how they were found; `Ok(None)` when there are none (or the key is not an integer). The table's
+    /// `where` is not applied: statistics describe the whole table.
+    ///
+    /// # Errors
+    /// `FetchError` when the server cannot be reached or refuses.
+    pub(crate) async fn key_cuts(
+        &mut self,
+        lo: u64,
+        last: u64,
+        n: u32,
+    ) -> Result<Option<(&'static str, Vec<u64>)>, FetchError> {
+        self.plan().await?;
+        self.dialect.snapshot(Want::Side).await?;
+        let Some(plan) = &self.plan else {
+            return Ok(None);
+        };
+        if !plan.key_type.is_int() || n < 2 {
+            return Ok(None);
+        }
+        let codec = self.codec.unwrap_or(IdCodecKind::Int);
+        let key = |id: u64| -> i128 {
+            match codec {
+                IdCodecKind::Signed => i128::from(crate::codec::signed_of(id)),
+                _ => i128::from(id),
+            }
+        };
+        let target = Target {
+            table: &self.config.table,
+            key: &self.config.key,
+            content: &[],
+        };
+        let Some(q) = self
+            .dialect
+            .quantiles(target, key(lo), key(last), n)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut ids: Vec<u64> = q
+            .keys
+            .iter()
+            .filter_map(|k| id_bounds(codec, *k, *k).map(|(id, _)| id))
+            .collect();
+        ids.sort_unstable();
+        Ok((ids.len() + 1 == n as usize).then_some((q.by, ids)))
     }
 }
 

@@ -271,7 +271,7 @@ fn a_key_range_scans_only_its_slice_and_a_plan_merges_to_the_whole_table() {
         &dir_s,
     ]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(p["split"]["by"], "min_max");
+    assert_eq!(p["split"]["by"], "key_sample");
     assert_eq!(p["split"]["lo"], 1);
     assert_eq!(p["split"]["last"], 200_000);
     let plan = dir.join("plan.json").to_string_lossy().into_owned();
