@@ -122,6 +122,9 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     check_plannable(args, &contract)?;
     let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
     let rt = scan::runtime()?;
+    if args.hold_snapshot {
+        outlive_the_terminal(&rt);
+    }
     // The split first: a MySQL/MariaDB key sample is one read of the key column, which no
     // writer should wait for under the coordinator's read lock. (A PostgreSQL snapshot begun
     // here is the one held.)
@@ -383,6 +386,25 @@ async fn wait_for_release(
         }
     }
 }
+
+/// From here a SIGHUP no longer ends the process (the coordinator's `Signals` then says when
+/// one comes): a coordinator started from a terminal outlives it from its first statement,
+/// not only once its hold begins. SIGINT and SIGTERM keep their default action until then.
+#[cfg(unix)]
+fn outlive_the_terminal(rt: &tokio::runtime::Runtime) {
+    let _context = rt.enter();
+    // tokio's handler stays installed when the stream is dropped, and drops the signal.
+    if let Err(e) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "cannot listen to SIGHUP ({e}): it keeps its default action"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn outlive_the_terminal(_: &tokio::runtime::Runtime) {}
 
 /// The signals a coordinator answers: SIGINT and SIGTERM end the hold; SIGHUP is caught and
 /// said, so it no longer ends the process. A signal that cannot be listened to keeps its
