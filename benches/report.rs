@@ -110,6 +110,7 @@ fn in_memory(receipt: Receipt) -> ReportInput {
             removed: RangeSummary::default(),
             partitions_differing: (0..PARTITIONS).collect(),
         }),
+        migration: None,
         partitions,
         generator: "bench".to_owned(),
     }

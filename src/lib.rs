@@ -137,8 +137,8 @@ pub use reconcile::{
     Request, Status, Step, Violation, ViolationKind,
 };
 pub use report::{
-    gather as gather_report, render as render_report, RangeSummary, Reference as ReportReference,
-    ReportInput,
+    gather as gather_report, gather_migration as gather_migration_report, render as render_report,
+    MigrationSection, RangeSummary, Reference as ReportReference, ReportInput,
 };
 pub use source::mapping;
 #[cfg(feature = "http")]

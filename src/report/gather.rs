@@ -8,12 +8,12 @@
 //! differing partitions), with the reference as the old side and the run as the new one.
 
 use crate::contract::IdCodecKind;
-use crate::evidence::{diff_runs, DiffError, RangeList};
+use crate::evidence::{diff_across, diff_runs, DiffError, RangeList, RunDiff};
 use crate::idset::IdSet;
 use crate::receipt::{Ranges, Receipt, RunId};
 use crate::store::Snapshot;
 
-use super::{RangeSummary, Reference, ReportInput};
+use super::{MigrationSection, RangeSummary, Reference, ReportInput};
 
 /// String IDs a comparison lists one by one (the report shows the first 8 of a list).
 const IDS_LISTED_MAX: usize = 8;
@@ -33,13 +33,43 @@ pub fn gather(
     let diff = against
         .map(|other| diff_runs(snap, other, run))
         .transpose()?;
+    let reference = against.zip(diff).map(|(other, rd)| (snap, other, rd));
+    build(snap, run, reference)
+}
+
+/// Gathers the review packet of a migration: the target's run `to` (read through `to_snap`),
+/// compared with the source's run `from` (through `from_snap`, the same store or another) as
+/// its reference, and the verdict `verdict` the library gave for the two.
+///
+/// # Errors
+/// As [`gather`], the runs compared across their sources (`evidence::diff_across`).
+pub fn gather_migration(
+    from_snap: &Snapshot<'_>,
+    from: RunId,
+    to_snap: &Snapshot<'_>,
+    to: RunId,
+    verdict: &crate::evidence::MigrationReport,
+) -> Result<ReportInput, DiffError> {
+    let rd = diff_across(from_snap, from, to_snap, to)?;
+    let mut input = build(to_snap, to, Some((from_snap, from, rd)))?;
+    input.migration = Some(MigrationSection::from(verdict));
+    Ok(input)
+}
+
+/// The report of `run` (through `snap`), with the reference run and its diff when there is
+/// one (the reference read through its own view).
+fn build(
+    snap: &Snapshot<'_>,
+    run: RunId,
+    reference: Option<(&Snapshot<'_>, RunId, RunDiff)>,
+) -> Result<ReportInput, DiffError> {
     let loaded = snap.load(run)?;
     let rec = &loaded.reconciler;
     let codec = rec.codec();
     let mut receipt: Receipt = Receipt::build(&loaded.contract, &loaded.meta, rec);
-    let reference = match (against, diff) {
-        (Some(other), Some(rd)) => {
-            let theirs = snap.load(other)?;
+    let reference = match reference {
+        Some((ref_snap, other, rd)) => {
+            let theirs = ref_snap.load(other)?;
             let summary = |set: &IdSet| {
                 let list = RangeList::of(set);
                 RangeSummary {
@@ -89,7 +119,7 @@ pub fn gather(
                 partitions_differing: rd.diff.partitions_differing,
             })
         }
-        _ => None,
+        None => None,
     };
     Ok(ReportInput {
         state: loaded.state.as_str().to_owned(),
@@ -102,6 +132,7 @@ pub fn gather(
         partitions: counts(rec.ids()),
         expected_partitions: loaded.contract.expected_partitions.clone(),
         reference,
+        migration: None,
         generator: env!("CARGO_PKG_VERSION").to_owned(),
         receipt,
     })

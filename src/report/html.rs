@@ -133,6 +133,9 @@ pub(super) fn page(input: &ReportInput) -> String {
         show_long(&v.headline),
         show_long(&v.caveat)
     );
+    if let Some(m) = &input.migration {
+        super::migration::section(&mut h, m);
+    }
     figures(&mut h, input);
     coverage(&mut h, input, &cov);
     if let Some(reference) = &input.reference {

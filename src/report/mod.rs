@@ -20,12 +20,13 @@ use crate::reconcile::Status;
 mod gather;
 mod html;
 mod map;
+mod migration;
 mod shards;
 mod text;
 mod timeline;
 mod verdict;
 
-pub use gather::gather;
+pub use gather::{gather, gather_migration};
 #[cfg(test)]
 use text::escape;
 #[cfg(test)]
@@ -55,8 +56,12 @@ pub struct ReportInput {
     /// The counts the source reported per partition (the contract's `expected_partitions`),
     /// ascending by partition index.
     pub expected_partitions: Option<Vec<(u64, u64)>>,
-    /// The reference run given with `--against`.
+    /// The reference run given with `--against` (a migration's source run).
     pub reference: Option<Reference>,
+    /// The migration verdict, for the packet of a migration (`migration verify --report`):
+    /// the report's run is then the target's and the reference the source's.
+    #[serde(default)]
+    pub migration: Option<MigrationSection>,
     /// The scanledger version that wrote the report.
     pub generator: String,
 }
@@ -80,6 +85,56 @@ pub struct Reference {
     pub removed: RangeSummary,
     /// Partitions whose IDs differ between the two, ascending (all of them).
     pub partitions_differing: Vec<u64>,
+}
+
+/// What a migration packet shows of the verdict (`evidence::migration::MigrationReport`),
+/// the lists as capped as the verdict's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MigrationSection {
+    /// `verified`, `unknown` or `failed`.
+    pub verdict: Status,
+    /// The source's run, named with its store when two are involved.
+    pub from: String,
+    /// The target's run, likewise.
+    pub to: String,
+    /// IDs of the source missing from the target, less declared exclusions.
+    pub missing_count: u64,
+    /// IDs only in the target.
+    pub extra_count: u64,
+    /// Records whose content differs; `None` when not known.
+    pub changed_count: Option<u64>,
+    /// The first missing ranges.
+    pub missing_ranges: Vec<String>,
+    /// The first extra ranges.
+    pub extra_ranges: Vec<String>,
+    /// The first changed IDs.
+    pub changed_ids: Vec<String>,
+    /// Whether content was compared.
+    pub content_checked: bool,
+    /// Why the verdict is not `verified`.
+    pub reasons: Vec<String>,
+}
+
+impl From<&crate::evidence::MigrationReport> for MigrationSection {
+    fn from(m: &crate::evidence::MigrationReport) -> MigrationSection {
+        MigrationSection {
+            verdict: m.verdict,
+            from: m.names.0.to_string(),
+            to: m.names.1.to_string(),
+            missing_count: m.missing_count,
+            extra_count: m.extra_count,
+            changed_count: m.changed_count,
+            missing_ranges: m.missing_ranges.clone(),
+            extra_ranges: m.extra_ranges.clone(),
+            changed_ids: m
+                .changed_ids
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect(),
+            content_checked: m.content_checked,
+            reasons: m.reasons.clone(),
+        }
+    }
 }
 
 /// A set of IDs as a count and its first ranges in original form.

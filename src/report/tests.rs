@@ -61,6 +61,7 @@ fn input(r: Receipt, partitions: Vec<(u64, u64)>) -> ReportInput {
         partitions,
         expected_partitions: None,
         reference: None,
+        migration: None,
         generator: "test".into(),
     }
 }
