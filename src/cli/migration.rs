@@ -167,6 +167,10 @@ pub(crate) struct VerifyArgs {
     /// Every ID and range, not the first ones.
     #[arg(long)]
     pub all: bool,
+    /// Also write the migration's review packet to this HTML file: the verdict, and the
+    /// target's run against the source's (the differences on the coverage map).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// The second run's store.
     #[arg(long, value_name = "FILE")]
     pub other_store: Option<PathBuf>,
@@ -215,6 +219,7 @@ fn verdict(
     let other_snap = stores.other.as_ref().map(Store::read).transpose()?;
     let to_snap = other_snap.as_ref().unwrap_or(&snap);
     let (from, to) = runs_at(out, &stores, (&snap, to_snap), from, to)?;
+    let runs = (from.run, to.run);
     let mut request = MigrationRequest::new();
     request.exclude.clone_from(&args.exclude);
     request.content = args.content.content;
@@ -240,6 +245,19 @@ fn verdict(
     };
     drop(w);
     emitted(written)?;
+    if let Some(path) = &args.report {
+        let input = scanledger::gather_migration_report(&snap, runs.0, to_snap, runs.1, &report)?;
+        super::lists::refuse_store_as_output(&out.store, path)?;
+        if let Some(other) = other_store {
+            super::lists::refuse_store_as_output(other, path)?;
+        }
+        let html = scanledger::render_report(&input);
+        std::fs::write(path, html.as_bytes()).map_err(|e| CliError::io("write", path, &e))?;
+        out.note(&format!(
+            "the migration's review packet is written to {}",
+            path.display()
+        ));
+    }
     Ok(super::status_exit(report.verdict))
 }
 

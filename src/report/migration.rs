@@ -52,14 +52,26 @@ pub(super) fn section(h: &mut String, m: &MigrationSection) {
         );
     }
     h.push_str("</p>");
+    // (name, how many, the first entries, entries in all)
+    let changed = m.changed_count.unwrap_or(0);
     let lists = [
-        ("missing", m.missing_count, &m.missing_ranges),
-        ("extra", m.extra_count, &m.extra_ranges),
-        ("changed", m.changed_count.unwrap_or(0), &m.changed_ids),
+        (
+            "missing",
+            m.missing_count,
+            &m.missing_ranges,
+            m.missing_ranges_total,
+        ),
+        (
+            "extra",
+            m.extra_count,
+            &m.extra_ranges,
+            m.extra_ranges_total,
+        ),
+        ("changed", changed, &m.changed_ids, changed),
     ];
-    if lists.iter().any(|(_, n, l)| *n > 0 || !l.is_empty()) {
+    if lists.iter().any(|(_, n, l, _)| *n > 0 || !l.is_empty()) {
         h.push_str("<table><tbody>");
-        for (name, count, list) in lists {
+        for (name, count, list, total) in lists {
             if count == 0 && list.is_empty() {
                 continue;
             }
@@ -69,11 +81,7 @@ pub(super) fn section(h: &mut String, m: &MigrationSection) {
                 "<tr><th>{name}</th><td class=\"num\">{}</td><td class=\"ranges mono\">{}{}</td></tr>",
                 thousands(count),
                 shown.join(", "),
-                if list.len() > shown.len() || (list.len() as u64) < count {
-                    " …"
-                } else {
-                    ""
-                }
+                if (shown.len() as u64) < total { " …" } else { "" }
             );
         }
         h.push_str("</tbody></table>");
@@ -112,7 +120,9 @@ mod tests {
             extra_count: 1,
             changed_count: Some(2),
             missing_ranges: (0..100).map(|i| format!("{i}..{i}")).collect(),
+            missing_ranges_total: 500,
             extra_ranges: vec!["100001..100001".into()],
+            extra_ranges_total: 1,
             changed_ids: vec!["12".into(), "70000".into()],
             content_checked: true,
             reasons: vec!["<script>x</script>".into(); 30],
@@ -141,7 +151,9 @@ mod tests {
             extra_count: 0,
             changed_count: Some(0),
             missing_ranges: vec![],
+            missing_ranges_total: 0,
             extra_ranges: vec![],
+            extra_ranges_total: 0,
             changed_ids: vec![],
             reasons: vec![],
             ..failed()

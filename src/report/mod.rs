@@ -105,8 +105,12 @@ pub struct MigrationSection {
     pub changed_count: Option<u64>,
     /// The first missing ranges.
     pub missing_ranges: Vec<String>,
+    /// Missing ranges in all.
+    pub missing_ranges_total: u64,
     /// The first extra ranges.
     pub extra_ranges: Vec<String>,
+    /// Extra ranges in all.
+    pub extra_ranges_total: u64,
     /// The first changed IDs.
     pub changed_ids: Vec<String>,
     /// Whether content was compared.
@@ -125,7 +129,9 @@ impl From<&crate::evidence::MigrationReport> for MigrationSection {
             extra_count: m.extra_count,
             changed_count: m.changed_count,
             missing_ranges: m.missing_ranges.clone(),
+            missing_ranges_total: m.missing_ranges_total,
             extra_ranges: m.extra_ranges.clone(),
+            extra_ranges_total: m.extra_ranges_total,
             changed_ids: m
                 .changed_ids
                 .iter()

@@ -514,3 +514,87 @@ fn report_default_path_exit_codes_and_hostile_names() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(html.contains("&lt;svg onload=alert(2)&gt;"));
 }
+
+/// `migration verify --report FILE` writes the review packet of a migration from two stores:
+/// the verdict with what is missing and extra, named with their stores, above the target
+/// run's report against the source's; equal runs give a verified packet.
+#[test]
+#[allow(clippy::unwrap_used)] // A failed expectation is the report.
+fn migration_verify_writes_the_migrations_review_packet_from_two_stores() {
+    let source = util::Env::new();
+    let target = util::Env::new();
+    let ids: Vec<u64> = (1..=1000).collect();
+    source.scan_ints("from", "legacy", "t", &ids);
+    let mut copied: Vec<u64> = ids
+        .iter()
+        .copied()
+        .filter(|i| !(7..=9).contains(i))
+        .collect();
+    copied.push(2001);
+    target.scan_ints("to", "new", "t", &copied);
+    let packet = source.path().join("packet.html");
+    let packet_s = packet.to_string_lossy().into_owned();
+    let (code, out, err) = source.sl(&[
+        "migration",
+        "verify",
+        "--from",
+        "run-1",
+        "--to",
+        "run-1",
+        "--other-store",
+        &target.store,
+        "--report",
+        &packet_s,
+    ]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(err.contains("review packet is written to"), "{err}");
+    let html = std::fs::read_to_string(&packet).unwrap();
+    let summary = text_of(&html, "migration-summary");
+    assert!(
+        summary.ends_with(": 3 missing, 1 extra, content not compared."),
+        "{summary}"
+    );
+    assert!(summary.contains("s.redb:run-1 → ") && summary.matches("s.redb:run-1").count() == 2);
+    assert!(
+        html.contains("<td class=\"ranges mono\">7..9</td>"),
+        "{html}"
+    );
+    assert!(html.contains("<td class=\"ranges mono\">2001..2001</td>"));
+    // The target's report against the source's run follows.
+    assert!(text_of(&html, "against-summary").contains("lacks 3 IDs"));
+
+    // Equal runs: a verified packet, exit 0.
+    let again = util::Env::new();
+    again.scan_ints("to", "new", "t", &ids);
+    let (code, out, err) = source.sl(&[
+        "migration",
+        "verify",
+        "--from",
+        "run-1",
+        "--to",
+        "run-1",
+        "--other-store",
+        &again.store,
+        "--report",
+        &packet_s,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let html = std::fs::read_to_string(&packet).unwrap();
+    assert!(text_of(&html, "migration-summary").starts_with("Every ID of "));
+
+    // The packet never overwrites a store.
+    let (code, _, err) = source.sl(&[
+        "migration",
+        "verify",
+        "--from",
+        "run-1",
+        "--to",
+        "run-1",
+        "--other-store",
+        &again.store,
+        "--report",
+        &again.store,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(std::fs::metadata(&again.store).unwrap().len() > 0);
+}
