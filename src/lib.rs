@@ -94,8 +94,9 @@ pub use token::TokenError;
 
 pub use codec::{signed_id, signed_of, CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan, scan_with,
-    Error, IncompleteRead, Inventory, MemoryLog, Reread, Result, RunLog, ScanResult,
+    collect, key_streams, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan,
+    scan_with, Error, IncompleteRead, Inventory, KeyComparator, KeySender, KeyTap, MemoryLog,
+    Reread, Result, RunLog, ScanResult, StreamedKeys, KEY_PAGES_AHEAD,
 };
 pub use contract::{
     Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
@@ -119,8 +120,9 @@ pub use evidence::{
     DiffReport, EmitError, ExcludeError, Export, ExportError, ExportShape, ExportSummary, Gaps,
     GivenId, IdTextError, MigrationError, MigrationLists, MigrationReport, MigrationRequest,
     MissingReport, PageReport, RangeError, RangeTally, RereadFailure, RereadReport, RereadSources,
-    RunAt, RunName, RunRow, RunSide, RunsQuery, RunsReport, Side, Tally, Unreproduced,
-    VerifyReport, Which, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
+    RunAt, RunName, RunRow, RunSide, RunsQuery, RunsReport, Side, StreamReport, Tally,
+    Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+    SIDE_PAGE_SIZE,
 };
 pub use evidence::{
     write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,

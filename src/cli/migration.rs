@@ -184,8 +184,8 @@ pub(crate) struct VerifyArgs {
 pub(crate) fn verify(out: &Out, args: &VerifyArgs) -> Result<i32, CliError> {
     let from = SideArg::parse(&args.from, "--from")?;
     let to = SideArg::parse(&args.to, "--to")?;
-    let (from, to, other_store) = match (from, to) {
-        (SideArg::Run(from), SideArg::Run(to)) => (from, to, args.other_store.clone()),
+    let (from, to, other_store, stream) = match (from, to) {
+        (SideArg::Run(from), SideArg::Run(to)) => (from, to, args.other_store.clone(), None),
         (from, to) => {
             if let (SideArg::Source(a), SideArg::Source(b)) = (&from, &to) {
                 if args.content.content || args.content.reread {
@@ -200,19 +200,19 @@ pub(crate) fn verify(out: &Out, args: &VerifyArgs) -> Result<i32, CliError> {
                 args.contract.as_deref(),
                 &args.write,
             )?;
-            (s.from, s.to, s.other_store)
+            (s.from, s.to, s.other_store, s.stream)
         }
     };
-    verdict(out, args, from, to, other_store.as_deref())
+    verdict(out, args, (from, to), other_store.as_deref(), stream)
 }
 
 /// The verdict over two stored runs, rendered; the exit code is its status.
 fn verdict(
     out: &Out,
     args: &VerifyArgs,
-    from: RunArg,
-    to: RunArg,
+    (from, to): (RunArg, RunArg),
     other_store: Option<&Path>,
+    stream: Option<scanledger::StreamedKeys>,
 ) -> Result<i32, CliError> {
     let stores = Stores::open(out, other_store)?;
     let snap = stores.main.read()?;
@@ -226,6 +226,7 @@ fn verdict(
     request.reread = args.content.reread();
     request.all = args.all;
     request.store_named = out.store_named;
+    request.stream = stream;
     let (report, lists) = scanledger::verify_migration(from, to, stores.other.is_some(), &request)
         .map_err(migration_error)?;
     let l = &lists;

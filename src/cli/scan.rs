@@ -203,12 +203,14 @@ pub(crate) fn stopping() -> bool {
 /// One side of `migration verify` given a source: in the store `out.store`, the newest run of
 /// `contract`'s scope from `spec` that stopped short of its end is resumed
 /// (`Store::unfinished_run`), else a new run begins; it is scanned to its end without a
-/// progress bar. Returns its receipt and the run it resumed, if any.
+/// progress bar, its pages' keys streamed into `keys` when given (the one-pass comparison).
+/// Returns its receipt and the run it resumed, if any.
 pub(crate) fn scan_side(
     out: &Out,
     contract: &Contract,
     spec: &str,
     write: &WriteOpts,
+    mut keys: Option<scanledger::KeySender>,
 ) -> Result<(scanledger::Receipt, Option<RunId>), CliError> {
     let mut source =
         AnySource::open_for(spec, contract).map_err(|e| CliError::from(Error::Source(e)))?;
@@ -224,7 +226,13 @@ pub(crate) fn scan_side(
         tracing::info!("{run} resumed");
         let log = Watched::new(writer, out, write, contract.expected_count);
         rt.block_on(async {
-            let done = scanledger::resume_with(loaded, log, None, &mut source).await;
+            let done = match keys.as_mut() {
+                Some(k) => {
+                    let mut tap = scanledger::KeyTap::new(&mut source, k);
+                    scanledger::resume_with(loaded, log, None, &mut tap).await
+                }
+                None => scanledger::resume_with(loaded, log, None, &mut source).await,
+            };
             source.close().await;
             done
         })
@@ -238,11 +246,20 @@ pub(crate) fn scan_side(
         tracing::info!("{} begun", writer.run());
         let log = Watched::new(writer, out, write, contract.expected_count);
         rt.block_on(async {
-            let done = scanledger::scan_with(contract, rec, log, started, &mut source).await;
+            let done = match keys.as_mut() {
+                Some(k) => {
+                    let mut tap = scanledger::KeyTap::new(&mut source, k);
+                    scanledger::scan_with(contract, rec, log, started, &mut tap).await
+                }
+                None => scanledger::scan_with(contract, rec, log, started, &mut source).await,
+            };
             source.close().await;
             done
         })
     };
+    if let Some(k) = keys {
+        k.finish(matches!(&done, Ok(d) if d.reconciler.status() == scanledger::Status::Verified));
+    }
     Ok((done.map_err(CliError::from)?.receipt(), resumed))
 }
 

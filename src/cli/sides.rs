@@ -13,6 +13,12 @@
 //! same command after a kill continues both runs. A failed side stops the other at its next
 //! page boundary, where it stays resumable. Nothing here decides the verdict: it is the
 //! library's, over the two runs the scans leave.
+//!
+//! One pass: when both sides are sources, each side's pages are tapped on their way to its
+//! collector and their (key, row digest) pairs streamed through a bounded channel to a third
+//! thread, the library's comparator (`scanledger::key_streams`), which names the missing,
+//! extra and changed keys as the scans go; the verdict judges what it found against the
+//! stored evidence.
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +58,8 @@ pub(crate) struct Scanned {
     pub from: RunRef,
     pub to: RunRef,
     pub other_store: Option<PathBuf>,
+    /// What the one-pass comparison found, when both sides were scanned.
+    pub stream: Option<scanledger::StreamedKeys>,
 }
 
 /// `--store`'s path with `.to` before its extension: the default store of a `--to` source.
@@ -127,22 +135,34 @@ pub(crate) fn scan_sides(
         };
         contracts.push(c);
     }
-    let results: Vec<Result<Option<RunId>, CliError>> = std::thread::scope(|s| {
+    // Both sides sources: their keys are compared as they are scanned.
+    let (senders, comparator) = if contracts.iter().all(Option::is_some) {
+        let (a, b, c) = scanledger::key_streams();
+        ([Some(a), Some(b)], Some(c))
+    } else {
+        ([None, None], None)
+    };
+    let (results, stream) = std::thread::scope(|s| {
+        let compared = comparator.map(|c| s.spawn(move || c.run()));
         let handles: Vec<_> = jobs
             .iter()
             .zip(&contracts)
-            .map(|((side, side_out, flag), c)| {
+            .zip(senders)
+            .map(|(((side, side_out, flag), c), keys)| {
                 let write = &write;
-                s.spawn(move || scan_one(side, c.as_ref(), side_out, flag, write))
+                s.spawn(move || scan_one(side, c.as_ref(), side_out, flag, write, keys))
             })
             .collect();
-        handles
+        let results: Vec<Result<Option<RunId>, CliError>> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(CliError::internal("a side's scan panicked")))
             })
-            .collect()
+            .collect();
+        // The senders are gone with their threads, so the comparator has ended.
+        let stream = compared.and_then(|h| h.join().ok());
+        (results, stream)
     });
     let mut runs = Vec::with_capacity(2);
     for ((side, _, _), r) in jobs.iter().zip(results) {
@@ -156,6 +176,7 @@ pub(crate) fn scan_sides(
         from: runs[0],
         to: runs[1],
         other_store: other,
+        stream,
     })
 }
 
@@ -168,11 +189,12 @@ fn scan_one(
     out: &Out,
     flag: &str,
     write: &WriteOpts,
+    keys: Option<scanledger::KeySender>,
 ) -> Result<Option<RunId>, CliError> {
     let (SideArg::Source(spec), Some(c)) = (side, contract) else {
         return Ok(None);
     };
-    match scan_side(out, c, spec, write) {
+    match scan_side(out, c, spec, write, keys) {
         Ok((receipt, resumed)) => {
             if !out.quiet && !out.json {
                 let how = resumed.map_or_else(String::new, |r| format!(", continuing {r}"));

@@ -23,9 +23,11 @@ use crate::store::{LoadedRun, Raise, RunWriter, Store};
 
 mod error;
 mod fetch;
+mod keys;
 mod reread;
 
 pub use error::{Error, Result};
+pub use keys::{key_streams, KeyComparator, KeySender, KeyTap, StreamedKeys, KEY_PAGES_AHEAD};
 pub use reread::{reread_contents, reread_key_ranges, Reread};
 
 /// Milliseconds since the Unix epoch.

@@ -40,8 +40,8 @@ pub use lists::{
 pub use migration::{
     check_source_columns, diff_content, shell_word, side_contract, verify_migration, ContentReport,
     ExcludeError, MigrationError, MigrationLists, MigrationReport, MigrationRequest, RereadFailure,
-    RereadReport, RereadSources, Side, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX,
-    IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
+    RereadReport, RereadSources, Side, StreamReport, Unreproduced, EXCLUDED_IDS_MAX,
+    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
 };
 pub use runs::{
     mcp_server_of, page_report, runs_report, verify_report, PageReport, RunFilter, RunRef,

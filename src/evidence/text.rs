@@ -492,6 +492,20 @@ impl MigrationReport {
             }
         }
         self.changed_text(w)?;
+        if let Some(s) = self.stream.as_ref().filter(|s| !s.compared) {
+            let why = s.why_not.as_deref().unwrap_or("");
+            let instead = if s.fallback.is_some() {
+                "; the partitions whose digests differ were re-read instead"
+            } else {
+                ""
+            };
+            write!(
+                w,
+                "\n  {:<8} rows not compared as scanned: {}{instead}",
+                "stream",
+                terminal_safe(why)
+            )?;
+        }
         for n in &self.next {
             write!(w, "\n  next: {}", terminal_safe(n))?;
         }
@@ -517,7 +531,13 @@ impl MigrationReport {
             "{} missing, {} extra, {changed}",
             self.missing_count, self.extra_count
         );
-        if let Some(c) = self.content.as_ref().filter(|c| c.reread.is_none()) {
+        // A whole stream compared those partitions' rows one by one.
+        let streamed = self.stream.as_ref().is_some_and(|s| s.compared);
+        if let Some(c) = self
+            .content
+            .as_ref()
+            .filter(|c| c.reread.is_none() && !streamed)
+        {
             if c.partitions_uncompared > 0 {
                 let n = count(c.partitions_uncompared, "partition", "partitions");
                 s.push_str(&format!(

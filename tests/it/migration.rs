@@ -566,7 +566,9 @@ fn essence(v: &Value) -> Value {
 }
 
 /// One command scans both tables at once, each into its own store, and gives the verdict and
-/// keys of the two-run form: 100 missing, 3 extra and 50 changed rows, exit 4.
+/// keys of the two-run form with `--reread`: 100 missing, 3 extra and 50 changed rows, exit 4,
+/// the changed rows named by comparing both sides' rows as they were scanned, without a
+/// re-read.
 #[test]
 fn one_command_gives_the_verdict_and_keys_of_the_two_run_form() {
     let Some((db, pg)) = servers() else { return };
@@ -575,9 +577,19 @@ fn one_command_gives_the_verdict_and_keys_of_the_two_run_form() {
     p.scan_both(ROWS - 100 + 3);
     let (code, two, err) = p.verify(&["--content", "--reread", "--all"]);
     assert_eq!(code, 4, "{err} {two}");
-    let (code, one, err) = one_command(&p, "one.redb", &["--content", "--reread", "--all"]);
+    let (code, one, err) = one_command(&p, "one.redb", &["--content", "--all"]);
     assert_eq!(code, 4, "{err} {one}");
     assert_eq!(essence(&one), essence(&two));
+    assert_eq!(one["content"]["reread"], Value::Null, "no re-read: {one}");
+    assert_eq!(one["stream"]["compared"], true, "{one}");
+    assert_eq!(
+        (
+            one["stream"]["from_rows"].as_u64(),
+            one["stream"]["to_rows"].as_u64(),
+            one["stream"]["changed_count"].as_u64()
+        ),
+        (Some(ROWS), Some(ROWS - 100 + 3), Some(50))
+    );
     let ranges = |v: &[u64]| json!(v.iter().map(|i| format!("{i}..{i}")).collect::<Vec<_>>());
     assert_eq!(one["missing_ranges"], ranges(&deleted));
     assert_eq!(
@@ -616,12 +628,18 @@ fn one_command_gives_the_verdict_and_keys_of_the_two_run_form() {
         "--content",
     ]);
     assert_eq!(code, 4);
-    // Deleted rows in both partitions: their digests cannot say which rows changed, and the
-    // text says so rather than "content differs".
+    // Deleted rows in both partitions: their digests alone cannot say which rows changed, but
+    // the rows compared as they were scanned do.
     assert!(
-        text.contains("rows     100 missing, 3 extra, changed unknown; the content of 2 partitions was not compared: their IDs differ"),
+        text.contains("rows     100 missing, 3 extra, 50 changed\n"),
         "{text}"
     );
+    assert!(text.contains("50 records changed between"), "{text}");
+    // With --reread too, the re-read and the stream agree.
+    let (code, both, err) = one_command(&p, "both.redb", &["--content", "--reread", "--all"]);
+    assert_eq!(code, 4, "{err} {both}");
+    assert_eq!(essence(&both), essence(&two));
+    assert_eq!(both["stream"]["compared"], true, "{both}");
 }
 
 /// Equal tables: one command, exit 0. Sides whose content columns differ in number are refused
@@ -636,6 +654,11 @@ fn one_command_on_equal_tables_verifies_and_refuses_columns_that_differ() {
     assert_eq!(v["verdict"], "verified");
     assert_eq!(v["changed_count"], 0);
     assert_eq!(v["from"]["content_root"], v["to"]["content_root"]);
+    // Row by row as scanned too: DECIMAL 1.50 and NUMERIC 1.5000, DATETIME and TIMESTAMPTZ at
+    // the same instant (row 42) are the same row.
+    assert_eq!(v["stream"]["compared"], true, "{v}");
+    assert_eq!(v["stream"]["changed_count"], 0, "{v}");
+    assert_eq!(v["stream"]["from_rows"], ROWS);
     p.write(
         "pg.json",
         &json!({"dsn": DSN, "table": p.pg.name, "key": "id", "content": ["amount", "ts"]})
@@ -667,10 +690,11 @@ fn a_sigkill_then_the_same_command_gives_the_uninterrupted_verdict() {
     use std::process::{Command, Stdio};
     let Some((db, pg)) = servers() else { return };
     let p = pair(&db, &pg, "kill");
-    break_target(&pg, &p);
+    let (_, _, changed) = break_target(&pg, &p);
     p.configs(0);
     let (code, whole, err) = one_command(&p, "whole.redb", &["--content", "--all"]);
     assert_eq!(code, 4, "{err} {whole}");
+    assert_eq!(whole["changed_ids"], json!(changed), "{whole}");
     // Slow pages, so the kill lands in the middle of both scans.
     p.configs(150);
     let (my, pg_cfg) = (p.path("my.json"), p.path("pg.json"));
@@ -718,6 +742,10 @@ fn a_sigkill_then_the_same_command_gives_the_uninterrupted_verdict() {
     let (code, again, err) = p.sl("k.redb", &args[3..]);
     assert_eq!(code, 4, "{err} {again}");
     assert_eq!(essence(&again), essence(&whole));
+    // Each side's restart read its table from the first key again: the rows were compared
+    // whole, as they were scanned, with no re-read.
+    assert_eq!(again["stream"]["compared"], true, "{again}");
+    assert_eq!(again["content"]["reread"], Value::Null, "{again}");
     // The killed runs were continued, not left behind: each is superseded by its restart.
     for s in ["k.redb", "k.to.redb"] {
         let (_, runs, _) = p.sl(s, &["runs"]);
@@ -729,4 +757,75 @@ fn a_sigkill_then_the_same_command_gives_the_uninterrupted_verdict() {
             .collect();
         assert_eq!(states, ["finished", "superseded"], "{s}: {runs}");
     }
+}
+
+/// A SIGKILL under a contract that continues a killed scan after its last key
+/// (`on_expired_cursor: high_water`): the keys before the kill were never streamed, so the
+/// rows are not compared as scanned; the partitions whose digests differ are re-read instead,
+/// and the verdict and keys are those of an uninterrupted command.
+#[test]
+fn a_continued_scan_falls_back_to_a_reread_with_the_uninterrupted_keys() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let Some((db, pg)) = servers() else { return };
+    let p = pair(&db, &pg, "hw");
+    let (_, _, changed) = break_target(&pg, &p);
+    p.configs(0);
+    let hw = p.write(
+        "hw.json",
+        &json!({"source": "orders", "page_size": 5000, "on_expired_cursor": "high_water"})
+            .to_string(),
+    );
+    let (code, whole, err) =
+        one_command(&p, "whole.redb", &["--contract", &hw, "--content", "--all"]);
+    assert_eq!(code, 4, "{err} {whole}");
+    assert_eq!(whole["stream"]["compared"], true, "{whole}");
+    p.configs(150);
+    let (my, pg_cfg) = (p.path("my.json"), p.path("pg.json"));
+    let (from, to) = (format!("mysql:{my}"), format!("postgres:{pg_cfg}"));
+    let store = p.path("k.redb");
+    let args = [
+        "--store",
+        &store,
+        "--json",
+        "migration",
+        "verify",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--contract",
+        &hw,
+        "--content",
+        "--all",
+    ];
+    let mut child = Command::new(util::bin())
+        .args(args)
+        .arg("--ack-pages")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut acked = 0;
+    for line in stderr.lines().map_while(Result::ok) {
+        if line.starts_with("ack run-1 page ") {
+            acked += 1;
+            if acked == 6 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    assert!(
+        !child.wait().unwrap().success(),
+        "the command ended before the kill"
+    );
+    let (code, again, err) = p.sl("k.redb", &args[3..]);
+    assert_eq!(code, 4, "{err} {again}");
+    assert_eq!(again["stream"]["compared"], false, "{again}");
+    assert_eq!(again["stream"]["fallback"], "reread", "{again}");
+    assert_eq!(again["content"]["reread"]["exact"], true, "{again}");
+    assert_eq!(again["changed_ids"], json!(changed), "{again}");
+    assert_eq!(essence(&again), essence(&whole));
 }

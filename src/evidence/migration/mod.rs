@@ -10,7 +10,10 @@
 //! Shape: the verdict is built in steps over a `Verdict` (reasons, next commands, flags), and
 //! its lists (missing, extra, changed) are fed in ascending key order into capped tallies with
 //! exact totals (`RangeTally`), so a streaming comparison of two ordered (key, row digest)
-//! streams can feed the same `MigrationReport`.
+//! streams can feed the same `MigrationReport`. The one-command form does stream: its findings
+//! (`collect::StreamedKeys`) name the changed rows once `streamed` has judged them against the
+//! stored evidence (a disagreement is `unknown`); a stream that is not whole falls back to a
+//! re-read of the partitions whose digests differ.
 //! Never: a rule the faces must know, a list of every ID in memory (but the re-read's rows and
 //! the declared exclusions, both bounded).
 
@@ -30,6 +33,9 @@ mod content;
 mod exclusions;
 mod hints;
 mod reread;
+mod streamed;
+#[cfg(test)]
+mod tests;
 mod verdict;
 
 pub use content::{
@@ -38,6 +44,7 @@ pub use content::{
 pub use exclusions::{ExcludeError, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX};
 pub use hints::shell_word;
 pub use reread::{RereadSources, Side};
+pub use streamed::StreamReport;
 
 pub(crate) use content::compare as compare_content;
 
@@ -175,6 +182,8 @@ pub struct MigrationRequest {
     pub all: bool,
     /// Whether the first store must be named in suggested commands (not the default path).
     pub store_named: bool,
+    /// What the one-pass comparison of the two sides' scans found (the one-command form).
+    pub stream: Option<crate::collect::StreamedKeys>,
 }
 
 impl MigrationRequest {
@@ -224,6 +233,8 @@ pub struct MigrationReport {
     pub exclusions_unmatched: Vec<String>,
     /// Declared IDs that are no difference, in all.
     pub exclusions_unmatched_count: u64,
+    /// The one-pass comparison of the one-command form; null in the two-run form.
+    pub stream: Option<StreamReport>,
     /// Why the verdict is not `verified`, one sentence each.
     pub reasons: Vec<String>,
     /// The commands to run next.
@@ -327,21 +338,47 @@ pub fn verify_migration<'a, 's>(
         None => None,
     };
     let ids = v.ids(&cmp, ex.as_ref(), request.all)?;
-    let want_content = request.content || request.reread.is_some();
-    let content = if want_content {
-        let found = compare_content(&cmp, cmp.partitions(), request.reread.as_ref())?;
-        let less = ex.as_ref().map(|e| e.old.clone()).unwrap_or_default();
-        Some(v.content(&cmp, found, &less, request.all)?)
+    let inventories = is_inventory(&cmp.old) && is_inventory(&cmp.new);
+    // A stream that is not whole cannot name the changed rows: the partitions whose digests
+    // differ are re-read instead (only between two inventories of int IDs, as --reread would).
+    let fallback = request.content
+        && request.reread.is_none()
+        && inventories
+        && streamed::streamable(&cmp)
+        && cmp.old.source_spec.is_some()
+        && cmp.new.source_spec.is_some()
+        && request
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.incomplete.is_some());
+    let reread = if fallback {
+        Some(RereadSources::default())
+    } else {
+        request.reread.clone()
+    };
+    let found = if request.content || reread.is_some() {
+        Some(compare_content(&cmp, cmp.partitions(), reread.as_ref())?)
     } else {
         None
     };
+    let judged = request.stream.as_ref().map(|s| {
+        let cd = found.as_ref().map(|f| &f.cd);
+        streamed::judge(s, &cmp, ids.all, cd, fallback)
+    });
+    if let Some(why) = judged.as_ref().and_then(|j| j.disagrees.as_deref()) {
+        v.stream_disagrees(why);
+    }
+    let content = match found {
+        Some(found) => {
+            let less = ex.as_ref().map(|e| e.old.clone()).unwrap_or_default();
+            let usable = judged.as_ref().and_then(|j| j.usable);
+            Some(v.content(&cmp, found, &less, request.all, usable)?)
+        }
+        None => None,
+    };
     let exclude = ex.map(|e| (e.old, e.new)).unwrap_or_default();
-    let report = v.finish(
-        &cmp,
-        ids,
-        content,
-        is_inventory(&cmp.old) && is_inventory(&cmp.new),
-    )?;
+    let stream = judged.map(|j| j.report);
+    let report = v.finish(&cmp, ids, content, stream, inventories)?;
     Ok((report, MigrationLists { cmp, exclude }))
 }
 
@@ -371,6 +408,8 @@ pub fn diff_content(
 pub(crate) struct IdFindings {
     pub missing: Tally,
     pub extra: Tally,
+    /// Missing and extra IDs before the declared exclusions are taken out.
+    pub all: (u64, u64),
     pub excluded_count: u64,
     pub unmatched: Vec<String>,
     pub unmatched_count: u64,

@@ -4,8 +4,11 @@
 use super::content::{ContentReport, Findings};
 use super::exclusions::Exclusions;
 use super::hints::Stores;
+use super::streamed::StreamReport;
 use super::{is_inventory, mode_word, IdFindings, MigrationReport, RunName, IDS_SHOWN_MAX};
+use crate::collect::StreamedKeys;
 use crate::evidence::lists::{Compared, Which};
+use crate::evidence::Renderer;
 use crate::idset::IdSet;
 use crate::reconcile::Status;
 use crate::store::{ReadError, RunHeader, RunState};
@@ -31,6 +34,8 @@ pub(crate) struct Verdict {
     next: Vec<String>,
     unknown: bool,
     failed: bool,
+    /// Two kinds of evidence disagree: nothing can be concluded, not even `failed`.
+    contradicted: bool,
 }
 
 /// The content half of a verdict, rendered.
@@ -50,6 +55,7 @@ impl Verdict {
             next: Vec::new(),
             unknown: false,
             failed: false,
+            contradicted: false,
         }
     }
 
@@ -143,6 +149,10 @@ impl Verdict {
                 .push(self.stores.missing(cmp.old.run_id, cmp.new.run_id));
         }
         Ok(IdFindings {
+            all: (
+                missing.saturating_add(removed_ex.len()),
+                extra.saturating_add(added_ex.len()),
+            ),
             missing: t.removed,
             extra: t.added,
             excluded_count: ex.map_or(0, |e| e.entries.len() as u64),
@@ -155,14 +165,27 @@ impl Verdict {
         })
     }
 
-    /// The content: digests that differ with the same IDs are changed records; with a re-read,
-    /// the changed IDs themselves (`less`: the declared exclusions, never counted as changed).
+    /// A stream that disagrees with the stored evidence: the verdict cannot say which is right.
+    pub(crate) fn stream_disagrees(&mut self, why: &str) {
+        self.unknown = true;
+        self.contradicted = true;
+        self.reasons.push(format!(
+            "the rows compared as they were scanned disagree with the stored evidence: {why}"
+        ));
+        self.next
+            .push("scan both collections again and verify the new runs".into());
+    }
+
+    /// The content: digests that differ with the same IDs are changed records; with a re-read
+    /// or a whole stream (`stream`, judged), the changed IDs themselves (`less`: the declared
+    /// exclusions, never counted as changed).
     pub(crate) fn content(
         &mut self,
         cmp: &Compared<'_, '_>,
         found: Findings,
         less: &IdSet,
         all: bool,
+        stream: Option<&StreamedKeys>,
     ) -> Result<ContentPart, ReadError> {
         let report = found.report(cmp, less, all)?;
         let mut part = ContentPart {
@@ -207,12 +230,79 @@ impl Verdict {
                 }
                 if r.is_exact() {
                     part.changed_count = Some(rr.changed_count);
+                    if let Some(s) = stream {
+                        self.stream_against_reread(s, r);
+                    }
                 }
                 part.changed_ids = rr.changed_ids.clone();
             }
-            _ => self.digests_only(cmp, &found),
+            _ => match stream {
+                Some(s) => self.streamed_changes(cmp, s, &found, less, all, &mut part)?,
+                None => self.digests_only(cmp, &found),
+            },
         }
         Ok(part)
+    }
+
+    /// The changed records a whole stream named (it agrees with the digests: `judge`); the
+    /// partitions whose IDs differ too still need what the rules ask of them.
+    fn streamed_changes(
+        &mut self,
+        cmp: &Compared<'_, '_>,
+        s: &StreamedKeys,
+        found: &Findings,
+        less: &IdSet,
+        all: bool,
+        part: &mut ContentPart,
+    ) -> Result<(), ReadError> {
+        let changed = s.changed.difference(less);
+        let n = changed.len();
+        let cap = if all { usize::MAX } else { IDS_SHOWN_MAX };
+        let (_, new_at) = cmp.at();
+        let rn = Renderer::for_ids(new_at.snap, &cmp.new, changed.iter().take(cap))?;
+        part.changed_ids = changed.iter().take(cap).map(|id| rn.json(id)).collect();
+        part.changed_count = Some(n);
+        if n > 0 {
+            self.failed = true;
+            self.reasons.push(format!(
+                "{} changed between {} and {}",
+                count(n, "record", "records"),
+                self.names.0,
+                self.names.1
+            ));
+        }
+        let with_ids = found.with_ids.len() as u64;
+        if with_ids > 0 && !self.failed {
+            self.unknown = true;
+            self.reasons.push(format!(
+                "the content of {} with excluded IDs cannot be checked by digest",
+                count(with_ids, "partition", "partitions")
+            ));
+            self.next
+                .push(self.stores.reread(cmp.old.run_id, cmp.new.run_id));
+        }
+        Ok(())
+    }
+
+    /// An exact re-read and a whole stream must name the same changed records in the
+    /// partitions re-read.
+    fn stream_against_reread(&mut self, s: &StreamedKeys, r: &super::reread::RereadOutcome) {
+        let streamed: IdSet = s
+            .changed
+            .iter()
+            .filter(|id| {
+                r.partitions
+                    .binary_search(&crate::idset::partition_of(*id))
+                    .is_ok()
+            })
+            .collect();
+        if streamed != r.changed {
+            self.stream_disagrees(&format!(
+                "the stream names {} changed records in the partitions re-read, the re-read {}",
+                streamed.len(),
+                r.changed.len()
+            ));
+        }
     }
 
     /// What a re-read that is not exact leaves unknown.
@@ -272,9 +362,12 @@ impl Verdict {
         cmp: &Compared<'_, '_>,
         ids: IdFindings,
         content: Option<ContentPart>,
+        stream: Option<StreamReport>,
         inventories: bool,
     ) -> Result<MigrationReport, ReadError> {
-        let verdict = if self.failed && inventories {
+        let verdict = if self.contradicted {
+            Status::Unknown
+        } else if self.failed && inventories {
             Status::Failed
         } else if self.unknown {
             Status::Unknown
@@ -308,6 +401,7 @@ impl Verdict {
             excluded_count: ids.excluded_count,
             exclusions_unmatched: ids.unmatched,
             exclusions_unmatched_count: ids.unmatched_count,
+            stream,
             reasons: self.reasons,
             next: self.next,
             names: self.names,
