@@ -35,11 +35,14 @@ impl SideArg {
     /// `source_kind`), else a run.
     pub(crate) fn parse(value: &str, flag: &str) -> Result<SideArg, CliError> {
         if scanledger::source_kind(value).is_some() {
+            // A password in an inline spec is refused before the spec is printed anywhere.
+            scanledger::refuse_password(value)
+                .map_err(|e| CliError::usage(e.to_string()).with_field(flag))?;
             return Ok(SideArg::Source(value.to_owned()));
         }
         value.parse::<RunRef>().map(SideArg::Run).map_err(|_| {
             CliError::usage(format!(
-                "{flag}: {:?} is neither a run (run-N, N or latest) nor a source (mysql:CONFIG.json, postgres:CONFIG.json, ...)",
+                "{flag}: {:?} is neither a run (run-N, N or latest) nor a source (mysql:CONFIG.json, postgres://USER@HOST/DB?table=T&key=K, sqlite:PATH?table=T&key=K, ...)",
                 scanledger::terminal_safe(value)
             ))
             .with_field(flag)
