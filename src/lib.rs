@@ -148,8 +148,8 @@ pub use source::PostgresSource;
 #[cfg(feature = "sqlite")]
 pub use source::SqliteSource;
 pub use source::{
-    inline_content, inline_kind, refuse_password, shown_spec, source_kind, spec_file,
-    spec_with_file, with_content,
+    content_pairs, inline_content, inline_kind, refuse_password, shown_spec, source_kind,
+    spec_file, spec_with_file, with_content,
 };
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,

@@ -145,6 +145,35 @@ pub fn with_content(spec: &str, columns: &[String]) -> Option<String> {
     Some(format!("{base}?{}", kept.join("&")))
 }
 
+/// The two sides' content columns of `migration verify --content COLS`: `email=mail,amount`
+/// gives `["email", "amount"]` for the from-side and `["mail", "amount"]` for the to-side (a
+/// pair names a column renamed by the migration).
+///
+/// # Errors
+/// What is wrong with `cols`: an empty name, more than `CONTENT_VALUES_MAX` columns.
+pub fn content_pairs(cols: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut from = Vec::new();
+    let mut to = Vec::new();
+    for (i, item) in cols.split(',').enumerate() {
+        if i >= crate::content::CONTENT_VALUES_MAX {
+            return Err(format!(
+                "at most {} content columns",
+                crate::content::CONTENT_VALUES_MAX
+            ));
+        }
+        let (a, b) = item.split_once('=').unwrap_or((item, item));
+        if a.is_empty() || b.is_empty() {
+            return Err(format!(
+                "{:?}: each item is a column (amount) or a from-side column and its to-side name (email=mail)",
+                short(item)
+            ));
+        }
+        from.push(a.to_owned());
+        to.push(b.to_owned());
+    }
+    Ok((from, to))
+}
+
 /// The `content` columns an inline spec names (empty when it names none); `None` when `spec`
 /// is not an inline SQL spec or its `content` is not UTF-8.
 #[must_use]
@@ -220,6 +249,16 @@ mod tests {
             shown("mysql://root@h/db?x=a:b@c"),
             "mysql://root@h/db?x=a:b@c"
         );
+    }
+
+    #[test]
+    fn content_pairs_name_each_sides_column() {
+        let (from, to) = content_pairs("email=mail,amount").unwrap();
+        assert_eq!(from, vec!["email".to_owned(), "amount".to_owned()]);
+        assert_eq!(to, vec!["mail".to_owned(), "amount".to_owned()]);
+        assert!(content_pairs("a,,b").is_err());
+        assert!(content_pairs("a=").is_err());
+        assert!(content_pairs(&vec!["c"; 65].join(",")).is_err());
     }
 
     #[test]

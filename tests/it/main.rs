@@ -46,6 +46,8 @@ mod shards_postgres;
 mod slurm;
 #[cfg(feature = "postgres")]
 mod sqlcore;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+mod sqlite;
 mod stdout;
 mod store_files;
 mod structure;
