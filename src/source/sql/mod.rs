@@ -149,6 +149,7 @@ impl<D: Dialect> SqlSource<D> {
 
     /// Serves only the keys of `range` (IDs of the `int` codec).
     #[must_use]
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn with_key_range(self, range: Option<KeyRange>) -> SqlSource<D> {
         let mut scope = Scope::new("-");
         scope.key_range = range;

@@ -137,6 +137,7 @@ fn typed(key: &str, value: String) -> Result<Value, String> {
 
 /// A URL DSN (`postgres://`, `mysql://`) with the driver's own query parameters, and the
 /// password from `var` in the environment when it is set (percent-encoded into the user info).
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 pub(crate) fn url_dsn(
     base: &str,
     params: &[&str],
