@@ -231,6 +231,17 @@ mod tests {
             Ok(SideArg::Run(RunRef::Latest))
         ));
         assert!(SideArg::parse("oracle:x.json", "--to").is_err());
+        assert!(matches!(
+            SideArg::parse("postgresql://u@h/db?table=t&key=id", "--to"),
+            Ok(SideArg::Source(_))
+        ));
+        assert!(matches!(
+            SideArg::parse("sqlite:a.db?table=t&key=id", "--from"),
+            Ok(SideArg::Source(_))
+        ));
+        let e = SideArg::parse("mysql://root:hunter2canary@h/db?table=t&key=id", "--from")
+            .expect_err("a password is refused");
+        assert!(!e.message.contains("hunter2canary") && e.message.contains("MYSQL_PWD"));
         assert!(SideArg::parse("mysql:", "--to").is_err());
     }
 

@@ -223,6 +223,7 @@ pub fn spec_with_file(spec: &str, file: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
     use super::*;
 
     #[test]

@@ -182,7 +182,7 @@ fn micros(s: &str) -> Option<i64> {
         return None;
     }
     if let Ok(ts) = s.parse::<jiff::Timestamp>() {
-        return i64::try_from(ts.as_microsecond()).ok();
+        return Some(ts.as_microsecond());
     }
     let dt: jiff::civil::DateTime = s.parse().ok()?;
     let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
