@@ -95,14 +95,14 @@ pub fn shown(spec: &str) -> String {
     cut.chars().take(256).collect()
 }
 
-/// The byte offset and text of a URL's user info (before the `@` of its authority).
+/// The byte offset and text of a URL's user info: what precedes the last `@` before the
+/// query (not only within the authority, so a password holding a raw `/` is still found).
 pub(crate) fn userinfo(spec: &str) -> Option<(usize, &str)> {
     let start = spec.find("://")?.checked_add(3)?;
     let rest = &spec[start..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let at = authority.rfind('@')?;
-    Some((start, &authority[..at]))
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let at = rest[..end].rfind('@')?;
+    Some((start, &rest[..at]))
 }
 
 /// Percent-decodes a query key or value (`+` is a plus, not a space).
@@ -250,6 +250,13 @@ mod tests {
             shown("mysql://root@h/db?x=a:b@c"),
             "mysql://root@h/db?x=a:b@c"
         );
+        assert_eq!(
+            shown("postgres://u:p/w@h/db?table=t"),
+            "postgres://u@h/db?table=t"
+        );
+        assert!(refuse_password("postgres://u:p/w@h/db?table=t&key=id").is_err());
+        assert!(refuse_password("postgres://u@h:5432/db?table=t&key=id").is_ok());
+        assert!(refuse_password("mysql://root@h/db?table=t&key=id&Password=x").is_err());
     }
 
     #[test]
