@@ -148,7 +148,8 @@ pub(crate) fn migration_error(e: MigrationError) -> CliError {
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
     /// The source collection: a run (run-N, N or latest) or a source to scan
-    /// (mysql:CONFIG.json, postgres:CONFIG.json, ...), whose run goes into --store.
+    /// (mysql:CONFIG.json, postgres://USER@HOST/DB?table=T&key=K, sqlite:PATH?table=T&key=K,
+    /// ...), whose run goes into --store.
     #[arg(long, value_name = "RUN|SOURCE")]
     pub from: String,
     /// The target collection: a run (in --other-store if given) or a source to scan, whose
