@@ -179,3 +179,29 @@ fn sqlite_and_postgres_with_equal_rows_verify() {
     assert_ne!(code, 0);
     assert!(!format!("{out}{err}").contains("hunter2canary"), "{err}");
 }
+
+/// Two rows changed in PostgreSQL: `--reread` reads their partition again from both sides
+/// (the SQLite side by key ranges too) and names exactly those rows.
+#[test]
+fn a_reread_of_both_sides_names_the_changed_rows() {
+    let Some(pg) = Pg::server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_db(dir.path());
+    let t = pg_table(&pg, "chg", &[]);
+    pg.exec(&format!(
+        "UPDATE {} SET amount = amount + 1 WHERE id IN (12, 1500)",
+        t.name
+    ));
+    let (from, to) = sides(&db, &t);
+    let (code, v, err) = verify(
+        dir.path(),
+        "c.redb",
+        &from,
+        &to,
+        &["--content", "amount,email=mail,ts", "--reread"],
+    );
+    assert_eq!(code, 4, "{err} {v}");
+    assert_eq!(v["missing_count"], 0, "{v}");
+    assert_eq!(v["changed_count"], 2, "{v}");
+    assert_eq!(v["changed_ids"], json!([12, 1500]), "{v}");
+}
