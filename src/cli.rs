@@ -362,11 +362,13 @@ pub(crate) enum MigrationCommand {
     /// verified inventories, their ID sets are equal but for exactly the declared exclusions
     /// and, with --content, every record's content agrees; else `unknown` (3) or `failed` (4),
     /// with the missing, extra and changed IDs and what to run next.
-    /// A side given as a source (mysql:CONFIG.json, postgres:CONFIG.json, ...) is scanned
-    /// first, both sides at once, each as a durable run in its own store; the same command
+    /// A side given as a source (mysql:CONFIG.json, postgres://USER@HOST/DB?table=T&key=K,
+    /// sqlite:PATH?table=T&key=K, ...) is scanned first, both sides at once, each as a durable run in its own store; the same command
     /// after a kill continues them.
     #[command(
         after_help = "Examples:\n  scanledger migration verify --from mysql:my.json --to postgres:pg.json --content\n  \
+        scanledger migration verify --from 'sqlite:shop.db?table=orders&key=id' \
+        --to 'postgres://app@db/shop?table=orders&key=id' --content amount,email=mail\n  \
         scanledger --store mysql.redb migration verify --from run-1 --to run-1 \
         --other-store pg.redb --content\n  \
         scanledger migration verify --from run-1 --to run-2 --content --reread --exclude excluded.txt"

@@ -11,6 +11,7 @@ pub(crate) use crate::contract::ContractError;
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
+    feature = "sqlite",
     feature = "http",
     feature = "mcp"
 ))]

@@ -147,7 +147,12 @@ pub use source::mapping;
 pub use source::HttpSource;
 #[cfg(feature = "postgres")]
 pub use source::PostgresSource;
-pub use source::{source_kind, spec_file};
+#[cfg(feature = "sqlite")]
+pub use source::SqliteSource;
+pub use source::{
+    content_pairs, inline_content, inline_kind, refuse_password, shown_spec, source_kind,
+    spec_file, spec_with_file, with_content,
+};
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
     SourceError, KEY_RANGES_MAX, PROVENANCE_MARK, SOURCE_KINDS,

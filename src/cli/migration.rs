@@ -148,7 +148,8 @@ pub(crate) fn migration_error(e: MigrationError) -> CliError {
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
     /// The source collection: a run (run-N, N or latest) or a source to scan
-    /// (mysql:CONFIG.json, postgres:CONFIG.json, ...), whose run goes into --store.
+    /// (mysql:CONFIG.json, postgres://USER@HOST/DB?table=T&key=K, sqlite:PATH?table=T&key=K,
+    /// ...), whose run goes into --store.
     #[arg(long, value_name = "RUN|SOURCE")]
     pub from: String,
     /// The target collection: a run (in --other-store if given) or a source to scan, whose
@@ -175,20 +176,86 @@ pub(crate) struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub other_store: Option<PathBuf>,
     #[command(flatten)]
-    pub content: ContentOpts,
+    pub content: VerifyContent,
     #[command(flatten)]
     pub write: super::WriteOpts,
 }
 
-/// `migration verify --from RUN|SOURCE --to RUN|SOURCE [--content [--reread]] [--exclude FILE]`.
+/// `--content [COLS]` and `--reread` of `migration verify`.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct VerifyContent {
+    /// Also compare the runs' per-partition content digests. With COLS, the content columns
+    /// of both sides, which must then be inline SQL specs (postgres://..., sqlite:PATH?...):
+    /// `email=mail,amount` pairs the from-side's `email` with the to-side's `mail`.
+    #[arg(long, value_name = "COLS", num_args = 0..=1, default_missing_value = "")]
+    pub content: Option<String>,
+    /// Re-read from both SQL sources only the key ranges of the partitions whose content
+    /// digests differ, and list the changed IDs (int IDs; implies --content).
+    #[arg(long)]
+    pub reread: bool,
+    /// The source to re-read the --from run from [default: the source recorded with the run].
+    #[arg(long, value_name = "SPEC", requires = "reread")]
+    pub from_source: Option<String>,
+    /// The source to re-read the --to run from [default: the source recorded with the run].
+    #[arg(long, value_name = "SPEC", requires = "reread")]
+    pub to_source: Option<String>,
+}
+
+impl VerifyContent {
+    /// Whether content is compared.
+    fn compared(&self) -> bool {
+        self.content.is_some() || self.reread
+    }
+
+    /// The sides with the columns of `--content COLS`, each written into its inline spec's
+    /// `content` (so its run records them with its spec); the sides as given without COLS.
+    fn apply(&self, from: SideArg, to: SideArg) -> Result<(SideArg, SideArg), CliError> {
+        let Some(cols) = self.content.as_deref().filter(|c| !c.is_empty()) else {
+            return Ok((from, to));
+        };
+        let (from_cols, to_cols) = scanledger::content_pairs(cols)
+            .map_err(|p| CliError::usage(format!("--content: {p}")).with_field("--content"))?;
+        let side = |s: SideArg, cols: &[String], flag: &str| {
+            match &s {
+            SideArg::Source(spec) => scanledger::with_content(spec, cols)
+                .map(SideArg::Source)
+                .ok_or_else(|| {
+                    CliError::usage(format!(
+                        "--content {cols:?}: {flag} {} is a config file, which names its own content columns",
+                        scanledger::terminal_safe(spec)
+                    ))
+                    .with_field("--content")
+                    .with_hint("put the columns in the config's \"content\", or give the side inline (postgres://USER@HOST/DB?table=T&key=K)")
+                }),
+            SideArg::Run(_) => Err(CliError::usage(format!(
+                "--content {cols:?}: {flag} is a stored run, whose content columns were its source's"
+            ))
+            .with_field("--content")),
+        }
+        };
+        Ok((
+            side(from, &from_cols, "--from")?,
+            side(to, &to_cols, "--to")?,
+        ))
+    }
+
+    /// The re-read's sources, when `--reread` is given.
+    fn reread_sources(&self) -> Option<RereadSources> {
+        self.reread
+            .then(|| RereadSources::new(self.from_source.clone(), self.to_source.clone()))
+    }
+}
+
+/// `migration verify --from RUN|SOURCE --to RUN|SOURCE [--content [COLS] [--reread]] [--exclude FILE]`.
 pub(crate) fn verify(out: &Out, args: &VerifyArgs) -> Result<i32, CliError> {
     let from = SideArg::parse(&args.from, "--from")?;
     let to = SideArg::parse(&args.to, "--to")?;
+    let (from, to) = args.content.apply(from, to)?;
     let (from, to, other_store, stream) = match (from, to) {
         (SideArg::Run(from), SideArg::Run(to)) => (from, to, args.other_store.clone(), None),
         (from, to) => {
             if let (SideArg::Source(a), SideArg::Source(b)) = (&from, &to) {
-                if args.content.content || args.content.reread {
+                if args.content.compared() {
                     scanledger::check_source_columns(a, b).map_err(migration_error)?;
                 }
             }
@@ -222,8 +289,8 @@ fn verdict(
     let runs = (from.run, to.run);
     let mut request = MigrationRequest::new();
     request.exclude.clone_from(&args.exclude);
-    request.content = args.content.content;
-    request.reread = args.content.reread();
+    request.content = args.content.compared();
+    request.reread = args.content.reread_sources();
     request.all = args.all;
     request.store_named = out.store_named;
     request.stream = stream;

@@ -319,8 +319,10 @@ fn recordable(spec: &str) -> String {
     // File-backed sources are recorded by absolute path, so `resume` works from anywhere (a
     // recorded MCP spec's provenance is no part of the path).
     match scanledger::spec_file(spec) {
-        Some((kind, path)) => std::fs::canonicalize(path)
-            .map_or_else(|_| spec.to_owned(), |p| format!("{kind}:{}", p.display())),
+        Some((_, path)) => std::fs::canonicalize(path).map_or_else(
+            |_| spec.to_owned(),
+            |p| scanledger::spec_with_file(spec, &p),
+        ),
         None => spec.to_owned(),
     }
 }

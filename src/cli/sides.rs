@@ -41,11 +41,14 @@ impl SideArg {
     /// `source_kind`), else a run.
     pub(crate) fn parse(value: &str, flag: &str) -> Result<SideArg, CliError> {
         if scanledger::source_kind(value).is_some() {
+            // A password in an inline spec is refused before the spec is printed anywhere.
+            scanledger::refuse_password(value)
+                .map_err(|e| CliError::usage(e.to_string()).with_field(flag))?;
             return Ok(SideArg::Source(value.to_owned()));
         }
         value.parse::<RunRef>().map(SideArg::Run).map_err(|_| {
             CliError::usage(format!(
-                "{flag}: {:?} is neither a run (run-N, N or latest) nor a source (mysql:CONFIG.json, postgres:CONFIG.json, ...)",
+                "{flag}: {:?} is neither a run (run-N, N or latest) nor a source (mysql:CONFIG.json, postgres://USER@HOST/DB?table=T&key=K, sqlite:PATH?table=T&key=K, ...)",
                 scanledger::terminal_safe(value)
             ))
             .with_field(flag)
@@ -250,6 +253,17 @@ mod tests {
             Ok(SideArg::Run(RunRef::Latest))
         ));
         assert!(SideArg::parse("oracle:x.json", "--to").is_err());
+        assert!(matches!(
+            SideArg::parse("postgresql://u@h/db?table=t&key=id", "--to"),
+            Ok(SideArg::Source(_))
+        ));
+        assert!(matches!(
+            SideArg::parse("sqlite:a.db?table=t&key=id", "--from"),
+            Ok(SideArg::Source(_))
+        ));
+        let e = SideArg::parse("mysql://root:hunter2canary@h/db?table=t&key=id", "--from")
+            .expect_err("a password is refused");
+        assert!(!e.message.contains("hunter2canary") && e.message.contains("MYSQL_PWD"));
         assert!(SideArg::parse("mysql:", "--to").is_err());
     }
 

@@ -112,12 +112,12 @@ impl Catalog {
 
 /// `spec` with a relative file path made absolute from `base`.
 fn absolute(spec: &str, base: &Path) -> String {
-    if let Some((kind, rest)) = crate::source::spec_file(spec) {
+    if let Some((_, rest)) = crate::source::spec_file(spec) {
         let p = Path::new(rest);
         if p.is_relative() {
             let joined = base.join(p);
             let full = std::fs::canonicalize(&joined).unwrap_or(joined);
-            return format!("{kind}:{}", full.display());
+            return crate::source::spec_with_file(spec, &full);
         }
     }
     spec.to_owned()

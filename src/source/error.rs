@@ -102,11 +102,15 @@ fn position(path: &std::path::Path, line: usize, column: Option<usize>) -> Strin
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
+    feature = "sqlite",
     feature = "http",
     feature = "mcp"
 ))]
 // Only the SQL sources' config readers call it; the re-exports stand under every source feature.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "postgres", feature = "mysql", feature = "sqlite")),
+    allow(dead_code)
+)]
 pub(crate) fn config_error(path: &std::path::Path, problem: impl Into<String>) -> SourceError {
     SourceError::Config {
         path: path.to_owned(),

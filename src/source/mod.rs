@@ -1,7 +1,10 @@
 //! Page sources: where pages come from. `replay:FILE` (a scripted scenario), `sim:` (a
 //! deterministic generator for demos, benches and simulation tests), and with their default-on
 //! features `postgres:CONFIG.json` (keyset pages of a table in one exported snapshot),
-//! `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot) and
+//! `mysql:CONFIG.json` (a MySQL/MariaDB table in one consistent snapshot),
+//! `sqlite:CONFIG.json` (a SQLite table in one read transaction) — each SQL kind also inline,
+//! without a file: `postgres://USER@HOST/DB?table=T&key=K`, `mysql://...?...`,
+//! `sqlite:PATH?table=T&key=K` (`inline`, `sql::spec`) — and
 //! `http:CONFIG.json` (a JSON HTTP API, through the shared response `mapping`) and
 //! `mcp:CONFIG.json` (a paginated MCP tool or protocol list, through the same mapping).
 //!
@@ -17,6 +20,8 @@ use crate::reconcile::Request;
 mod error;
 #[cfg(feature = "http")]
 mod http;
+mod inline;
+pub(crate) use inline::scope_name as inline_scope_name;
 pub mod mapping;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
@@ -26,12 +31,15 @@ mod mysql;
 mod postgres;
 mod replay;
 pub(crate) mod sim;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub(crate) mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
+    feature = "sqlite",
     feature = "http",
     feature = "mcp"
 ))]
@@ -39,6 +47,10 @@ pub(crate) use error::config_error;
 pub use error::SourceError;
 #[cfg(feature = "http")]
 pub use http::HttpSource;
+pub use inline::{
+    content_pairs, inline_content, inline_kind, refuse_password, shown as shown_spec,
+    spec_with_file, with_content,
+};
 #[cfg(feature = "mcp")]
 pub use mcp::{ListKind as McpList, McpConfig, McpSource};
 #[cfg(feature = "mysql")]
@@ -47,6 +59,8 @@ pub use mysql::{MysqlConfig, MysqlSource};
 pub use postgres::PostgresSource;
 pub use replay::ReplaySource;
 pub use sim::{SimConfig, SimSource};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteSource;
 
 /// One page request, exactly as the collector resends it on a retry.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +143,9 @@ pub enum AnySource {
     /// `mcp:CONFIG.json`.
     #[cfg(feature = "mcp")]
     Mcp(Box<McpSource>),
+    /// `sqlite:PATH?table=T&key=K` or `sqlite:CONFIG.json`.
+    #[cfg(feature = "sqlite")]
+    Sqlite(Box<SqliteSource>),
 }
 
 impl AnySource {
@@ -180,19 +197,27 @@ impl AnySource {
                 SimSource::new(SimConfig::parse(params)?).with_key_range(key_range),
             ));
         }
+        // A SQL kind: its config file, or its inline spec.
+        let (scope, codec) = (&contract.scope, contract.id_codec);
         #[cfg(feature = "postgres")]
-        if let Some(path) = spec.strip_prefix("postgres:") {
+        if source_kind(spec) == Some("postgres") {
             return Ok(AnySource::Postgres(Box::new(
-                PostgresSource::open(path.as_ref())?.for_scope(&contract.scope, contract.id_codec),
+                PostgresSource::open_spec(spec)?.for_scope(scope, codec),
             )));
         }
         #[cfg(feature = "mysql")]
-        if let Some(path) = spec.strip_prefix("mysql:") {
+        if source_kind(spec) == Some("mysql") {
             return Ok(AnySource::Mysql(Box::new(
-                MysqlSource::open(path.as_ref())?.for_scope(&contract.scope, contract.id_codec),
+                MysqlSource::open_spec(spec)?.for_scope(scope, codec),
             )));
         }
-        let _ = key_range;
+        #[cfg(feature = "sqlite")]
+        if source_kind(spec) == Some("sqlite") {
+            return Ok(AnySource::Sqlite(Box::new(
+                SqliteSource::open_spec(spec)?.for_scope(scope, codec),
+            )));
+        }
+        let _ = (key_range, scope, codec);
         Err(SourceError::UnknownKind {
             spec: spec.chars().take(64).collect(),
         })
@@ -200,7 +225,7 @@ impl AnySource {
 }
 
 impl AnySource {
-    /// Opens a SQL source (`postgres:` or `mysql:`) narrowed to integer keys in `ranges`
+    /// Opens a SQL source (`postgres:`, `mysql:` or `sqlite:`) narrowed to integer keys in `ranges`
     /// (ascending, disjoint, inclusive): the config's own scope, `AND` the key ranges. This is
     /// how `diff --reread` reads only the partitions whose content digests differ.
     ///
@@ -209,28 +234,35 @@ impl AnySource {
     pub fn open_key_ranges(spec: &str, ranges: &[(u64, u64)]) -> Result<AnySource, SourceError> {
         let _ = ranges;
         #[cfg(feature = "postgres")]
-        if let Some(path) = spec.strip_prefix("postgres:") {
+        if source_kind(spec) == Some("postgres") {
             return Ok(AnySource::Postgres(Box::new(
-                PostgresSource::open_key_ranges(path.as_ref(), ranges)?,
+                PostgresSource::open_spec(spec)?.narrowed(ranges),
             )));
         }
         #[cfg(feature = "mysql")]
-        if let Some(path) = spec.strip_prefix("mysql:") {
-            let mut config = MysqlConfig::open(path.as_ref())?;
-            config.narrow_to_keys(ranges);
-            return Ok(AnySource::Mysql(Box::new(MysqlSource::new(config))));
+        if source_kind(spec) == Some("mysql") {
+            return Ok(AnySource::Mysql(Box::new(
+                MysqlSource::open_spec(spec)?.narrowed(ranges),
+            )));
+        }
+        #[cfg(feature = "sqlite")]
+        if source_kind(spec) == Some("sqlite") {
+            return Ok(AnySource::Sqlite(Box::new(
+                SqliteSource::open_spec(spec)?.narrowed(ranges),
+            )));
         }
         let kind = spec.split_once(':').map_or(spec, |(k, _)| k);
+        let shown = inline::shown(spec);
         Err(SourceError::Config {
-            path: spec
+            path: shown
                 .split_once(':')
-                .map_or(spec, |(_, p)| p)
+                .map_or(shown.as_str(), |(_, p)| p)
                 .chars()
                 .take(256)
                 .collect::<String>()
                 .into(),
             problem: format!(
-                "a re-read needs a postgres: or mysql: source (key ranges), not {}:",
+                "a re-read needs a postgres:, mysql: or sqlite: source (key ranges), not {}:",
                 kind.chars().take(16).collect::<String>()
             ),
         })
@@ -250,6 +282,8 @@ impl PageSource for AnySource {
             AnySource::Mysql(s) => s.fetch(req).await,
             #[cfg(feature = "mcp")]
             AnySource::Mcp(s) => s.fetch(req).await,
+            #[cfg(feature = "sqlite")]
+            AnySource::Sqlite(s) => s.fetch(req).await,
         }
     }
 
@@ -265,6 +299,8 @@ impl PageSource for AnySource {
             AnySource::Mysql(s) => s.count().await,
             #[cfg(feature = "mcp")]
             AnySource::Mcp(s) => s.count().await,
+            #[cfg(feature = "sqlite")]
+            AnySource::Sqlite(s) => s.count().await,
         }
     }
 }
@@ -280,16 +316,22 @@ pub(crate) const SYNC_SNAPSHOT_PREFIX: &str = "mysql-sync:";
 
 /// The kinds of source a spec names before its colon (`mysql:orders.json`, `sim:records=10`),
 /// as [`AnySource::open`] reads them; a build without a kind's feature refuses it there.
-pub const SOURCE_KINDS: &[&str] = &["replay", "sim", "postgres", "mysql", "http", "mcp"];
+pub const SOURCE_KINDS: &[&str] = &[
+    "replay", "sim", "postgres", "mysql", "sqlite", "http", "mcp",
+];
 
-/// The kinds whose spec names a file after the colon (a replay or a config file); `sim:`
-/// takes parameters instead.
-const FILE_KINDS: &[&str] = &["replay", "postgres", "mysql", "http", "mcp"];
+/// The kinds whose spec names a file after the colon (a replay or a config file, or an inline
+/// `sqlite:` spec's database); `sim:` takes parameters instead.
+const FILE_KINDS: &[&str] = &["replay", "postgres", "mysql", "sqlite", "http", "mcp"];
 
 /// The kind a source spec names, when it names one and something after its colon:
-/// `Some("mysql")` for `mysql:orders.json`; `None` for `run-3`, `oracle:x` or `mysql:`.
+/// `Some("mysql")` for `mysql:orders.json` and for an inline `mysql://root@h/db?table=t&key=id`
+/// (`Some("postgres")` for `postgresql://...` too); `None` for `run-3`, `oracle:x` or `mysql:`.
 #[must_use]
 pub fn source_kind(spec: &str) -> Option<&'static str> {
+    if let Some(kind) = inline::inline_kind(spec) {
+        return Some(kind);
+    }
     let (kind, rest) = spec.split_once(':')?;
     let kind = SOURCE_KINDS.iter().find(|k| **k == kind)?;
     (!rest.is_empty()).then_some(*kind)
@@ -297,11 +339,16 @@ pub fn source_kind(spec: &str) -> Option<&'static str> {
 
 /// The file a file-backed spec names, with its kind, as [`AnySource::open`] reads it:
 /// `("mysql", "orders.json")` for `mysql:orders.json`; a recorded `mcp:` spec's provenance
-/// ([`PROVENANCE_MARK`]) is not part of its path. `None` for `sim:` and for a spec of no kind.
+/// ([`PROVENANCE_MARK`]) is not part of its path; `("sqlite", "a.db")` for the inline
+/// `sqlite:a.db?table=t&key=id`. `None` for `sim:`, for an inline `postgres://` or `mysql://`
+/// spec (it names no file) and for a spec of no kind.
 #[must_use]
 pub fn spec_file(spec: &str) -> Option<(&'static str, &str)> {
     let kind = source_kind(spec)?;
-    if !FILE_KINDS.contains(&kind) {
+    if let Some(file) = inline::sqlite_file(spec) {
+        return Some((kind, file));
+    }
+    if !FILE_KINDS.contains(&kind) || inline::inline_kind(spec).is_some() {
         return None;
     }
     let rest = &spec[kind.len() + 1..];
@@ -336,6 +383,8 @@ impl AnySource {
             AnySource::Postgres(s) => s.preflight().await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.preflight().await,
+            #[cfg(feature = "sqlite")]
+            AnySource::Sqlite(s) => s.preflight().await,
             _ => Ok(()),
         }
     }
@@ -377,6 +426,8 @@ impl AnySource {
             AnySource::Postgres(s) => s.key_bounds().await,
             #[cfg(feature = "mysql")]
             AnySource::Mysql(s) => s.key_bounds().await,
+            #[cfg(feature = "sqlite")]
+            AnySource::Sqlite(s) => s.key_bounds().await,
             _ => Ok(None),
         }
     }
@@ -437,5 +488,21 @@ mod spec_tests {
             Some(("replay", "p#server=x"))
         );
         assert_eq!(spec_file("sim:records=10"), None);
+        assert_eq!(
+            source_kind("postgresql://u@h/db?table=t&key=id"),
+            Some("postgres")
+        );
+        assert_eq!(
+            source_kind("mysql://root@h/db?table=t&key=id"),
+            Some("mysql")
+        );
+        assert_eq!(source_kind("sqlite:a.db?table=t&key=id"), Some("sqlite"));
+        assert_eq!(spec_file("mysql://root@h/db?table=t&key=id"), None);
+        assert_eq!(spec_file("sqlite:a.db?table=t"), Some(("sqlite", "a.db")));
+        assert_eq!(spec_file("sqlite:c.json"), Some(("sqlite", "c.json")));
+        assert_eq!(
+            super::spec_with_file("sqlite:a.db?table=t", std::path::Path::new("/x/a.db")),
+            "sqlite:/x/a.db?table=t"
+        );
     }
 }

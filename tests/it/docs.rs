@@ -474,6 +474,15 @@ fn the_migration_guide_runs_as_shown() {
     run_document("docs/guide-migration.md");
 }
 
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+#[test]
+fn the_sqlite_guide_runs_as_shown() {
+    let Some(_pg) = crate::postgres::Pg::server() else {
+        return;
+    };
+    run_document("docs/guide-sqlite.md");
+}
+
 /// The `scanledger` commands of a document's transcripts and scripts, as whitespace-split
 /// words (a here-document's lines and what follows a pipe or a redirection left out).
 fn scanledger_commands(text: &str) -> Vec<Vec<String>> {

@@ -47,6 +47,8 @@ mod shards_split;
 mod slurm;
 #[cfg(feature = "postgres")]
 mod sqlcore;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+mod sqlite;
 mod stdout;
 mod store_files;
 mod structure;

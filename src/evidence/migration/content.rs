@@ -87,9 +87,12 @@ pub(crate) struct Findings {
     pub reread: Option<RereadOutcome>,
 }
 
-/// The `content` list of a source config (`postgres:`, `mysql:`, `http:`, `mcp:`), if the
-/// recorded file still says one.
+/// The `content` list of a source config (`postgres:`, `mysql:`, `sqlite:`, `http:`, `mcp:`),
+/// if the recorded file still says one, or of an inline SQL spec (its `content=` key).
 fn content_columns(spec: &str) -> Option<Vec<String>> {
+    if crate::source::inline_kind(spec).is_some() {
+        return crate::source::inline_content(spec);
+    }
     let (_, path) = spec.split_once(':')?;
     let path = path.split('#').next()?;
     let text = crate::io_bound::read_text(Path::new(path), CONFIG_BYTES_MAX).ok()?;
@@ -156,6 +159,9 @@ pub fn check_source_columns(from: &str, to: &str) -> Result<(), MigrationError> 
 /// A readable SQL config's `content` list (empty when it names none); `None` when the spec is
 /// not a readable JSON config file.
 fn content_columns_or_none(spec: &str) -> Option<Vec<String>> {
+    if crate::source::inline_kind(spec).is_some() {
+        return crate::source::inline_content(spec);
+    }
     let (_, path) = spec.split_once(':')?;
     let text = crate::io_bound::read_text(Path::new(path), CONFIG_BYTES_MAX).ok()?;
     let v = crate::json::parse(&text, crate::json::Numbers::Any).ok()?;

@@ -287,17 +287,22 @@ pub const SIDE_PAGE_SIZE: u32 = 5_000;
 /// [`SIDE_PAGE_SIZE`] items a page, and `restart` on an expired cursor (a database's snapshot
 /// dies with the process that held it: a continued scan begins a fresh snapshot, linked to
 /// the killed run, never spliced with it). Every face scans a side under this one contract.
+/// An inline SQL spec (`postgres://...?table=orders&key=id`) is named after its kind and table
+/// (`postgres:orders`).
 ///
 /// # Errors
 /// `ContractError` when the name it makes is not a valid source name.
 pub fn side_contract(spec: &str) -> Result<Contract, ContractError> {
-    let (kind, rest) = spec.split_once(':').unwrap_or(("source", spec));
-    let name = std::path::Path::new(rest)
-        .file_name()
-        .map_or_else(|| rest.to_owned(), |n| n.to_string_lossy().into_owned());
+    let source = crate::source::inline_scope_name(spec).unwrap_or_else(|| {
+        let (kind, rest) = spec.split_once(':').unwrap_or(("source", spec));
+        let name = std::path::Path::new(rest)
+            .file_name()
+            .map_or_else(|| rest.to_owned(), |n| n.to_string_lossy().into_owned());
+        format!("{kind}:{name}")
+    });
     // Through the contract file's own reader: the defaults and checks of every contract.
     let text = serde_json::json!({
-        "source": format!("{kind}:{name}"),
+        "source": source,
         "page_size": SIDE_PAGE_SIZE,
         "on_expired_cursor": "restart",
     })

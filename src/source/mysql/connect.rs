@@ -30,6 +30,20 @@ impl fmt::Debug for MyConnect {
 
 impl Connect for MyConnect {
     const KEYS: &'static [&'static str] = &[];
+    const DSN_KEYS: &'static [&'static str] = &["require_ssl", "verify_ca", "verify_identity"];
+
+    fn inline_dsn(
+        base: &str,
+        params: &[&str],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, String> {
+        Ok(crate::source::sql::spec::url_dsn(
+            base,
+            params,
+            "MYSQL_PWD",
+            env,
+        ))
+    }
 
     fn parse(dsn: &str, _: &Map<String, Value>, _: &Path) -> Result<MyConnect, String> {
         let opts = Opts::from_url(dsn).map_err(|e| format!("dsn: {}", url_problem(&e)))?;

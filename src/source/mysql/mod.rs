@@ -128,6 +128,16 @@ impl MysqlSource {
         Ok(MysqlSource(SqlSource::open(path)?))
     }
 
+    /// Opens `mysql:CONFIG.json` or an inline `mysql://USER@HOST/DB?table=T&key=K`.
+    pub(crate) fn open_spec(spec: &str) -> Result<MysqlSource, SourceError> {
+        Ok(MysqlSource(SqlSource::open_spec(spec)?))
+    }
+
+    /// Narrowed to integer keys in `ranges` (a re-read).
+    pub(crate) fn narrowed(self, ranges: &[(u64, u64)]) -> MysqlSource {
+        MysqlSource(self.0.narrowed(ranges))
+    }
+
     /// A source for a parsed config.
     #[must_use]
     pub fn new(config: MysqlConfig) -> MysqlSource {

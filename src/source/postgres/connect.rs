@@ -47,6 +47,20 @@ impl std::fmt::Debug for PgConnect {
 
 impl Connect for PgConnect {
     const KEYS: &'static [&'static str] = &["sslrootcert"];
+    const DSN_KEYS: &'static [&'static str] = &["sslmode", "connect_timeout", "application_name"];
+
+    fn inline_dsn(
+        base: &str,
+        params: &[&str],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, String> {
+        Ok(crate::source::sql::spec::url_dsn(
+            base,
+            params,
+            "PGPASSWORD",
+            env,
+        ))
+    }
 
     fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<PgConnect, String> {
         let config = parse_dsn(dsn)?;

@@ -146,6 +146,16 @@ impl PostgresSource {
         Ok(PostgresSource(SqlSource::open(path)?))
     }
 
+    /// Opens `postgres:CONFIG.json` or an inline `postgres://USER@HOST/DB?table=T&key=K`.
+    pub(crate) fn open_spec(spec: &str) -> Result<PostgresSource, SourceError> {
+        Ok(PostgresSource(SqlSource::open_spec(spec)?))
+    }
+
+    /// Narrowed to integer keys in `ranges` (a re-read).
+    pub(crate) fn narrowed(self, ranges: &[(u64, u64)]) -> PostgresSource {
+        PostgresSource(self.0.narrowed(ranges))
+    }
+
     /// Reads the config file and narrows its scope to integer keys in `ranges` (ascending,
     /// disjoint, inclusive): the config's `where`, `AND` the ranges.
     ///

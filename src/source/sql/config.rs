@@ -1,4 +1,5 @@
-//! The config of every SQL source (`postgres:`, `mysql:` CONFIG.json): parsed strictly into
+//! The config of every SQL source (`postgres:`, `mysql:`, `sqlite:` CONFIG.json, or an inline
+//! spec's query, `spec.rs`): parsed strictly into
 //! what the core reads (table, key, scope, labels, content, pacing) and the dialect's own
 //! connection options.
 //!
@@ -44,7 +45,7 @@ const KEYS: &[&str] = &[
 ];
 
 /// A parsed, validated SQL source config, less the connection options.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SqlConfig {
     /// The config file, for errors (an inline spec's redacted text).
     pub(crate) path: PathBuf,
@@ -128,18 +129,18 @@ pub(crate) fn from_object<D: Dialect>(
     obj: &Map<String, Value>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(SqlConfig, D::Connect), String> {
-    let known = || {
-        KEYS.iter()
-            .chain(<D::Connect as Connect>::KEYS)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| !KEYS.contains(&k.as_str()) && !D::Connect::KEYS.contains(&k.as_str()))
-    {
-        return Err(format!("unknown key {k:?} (known: {})", known()));
+    let known = KEYS
+        .iter()
+        .chain(<D::Connect as Connect>::KEYS)
+        .copied()
+        .collect::<Vec<_>>();
+    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+        let meant = crate::json::closest(k, &known)
+            .map_or_else(String::new, |m| format!("; did you mean {m:?}?"));
+        return Err(format!(
+            "unknown key {k:?}{meant} (known: {})",
+            known.join(", ")
+        ));
     }
     let dsn = match (string(obj, "dsn")?, string(obj, "dsn_env")?) {
         (Some(d), None) => d.to_owned(),

@@ -25,6 +25,19 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     /// Config keys only this dialect reads (besides the shared ones).
     const KEYS: &'static [&'static str];
 
+    /// Query keys of an inline spec that are the driver's own DSN parameters (`sslmode`):
+    /// passed on in the DSN as written.
+    const DSN_KEYS: &'static [&'static str];
+
+    /// The DSN of an inline spec: `base` (the spec before its `?`) with the driver's own
+    /// parameters (`KEY=VALUE`, as written) and the password from the environment (`env`).
+    /// The error never quotes a password.
+    fn inline_dsn(
+        base: &str,
+        params: &[&str],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, String>;
+
     /// Parses the DSN and this dialect's own keys of `obj` (the config file's object, or an
     /// inline spec's parameters); `path` is the config file, for relative paths. The error
     /// names the key and never quotes the DSN.

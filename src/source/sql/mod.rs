@@ -1,5 +1,5 @@
 //! The SQL keyset core: one table read in keyset pages inside one snapshot, whatever the
-//! server. `postgres` and `mysql` are dialects of it ([`dialect::Dialect`]); the core owns the
+//! server. `postgres`, `mysql` and `sqlite` are dialects of it ([`dialect::Dialect`]); the core owns the
 //! key-order rule (`plan`), the statements, the cursors, the page checks (`rows`), the content
 //! digests, count mode, labels as predicates, a shard's key bounds (`key::span`, the one place
 //! that reads a contract's `key_range`) and the key ranges of a re-read.
@@ -25,6 +25,7 @@ pub(crate) mod key;
 pub(crate) mod plan;
 pub(crate) mod quantiles;
 pub(crate) mod rows;
+pub(crate) mod spec;
 #[cfg(test)]
 mod tests;
 
@@ -98,6 +99,29 @@ impl<D: Dialect> SqlSource<D> {
         Ok(SqlSource::new(config, connect))
     }
 
+    /// Opens a spec of this dialect's kind: a config file (`KIND:CONFIG.json`) or an inline
+    /// spec (`postgres://...?table=T&key=K`, `sqlite:PATH?...`), whose password, if any, comes
+    /// from the environment (`sql::spec`).
+    ///
+    /// # Errors
+    /// As [`SqlSource::open`]; an inline spec's errors name it without a password.
+    pub(crate) fn open_spec(spec: &str) -> Result<SqlSource<D>, SourceError> {
+        if crate::source::inline_kind(spec).is_some() {
+            let (config, connect) = spec::parse::<D>(spec, |v| std::env::var(v).ok())?;
+            return Ok(SqlSource::new(config, connect));
+        }
+        let path = spec.split_once(':').map_or(spec, |(_, p)| p);
+        SqlSource::open(Path::new(path))
+    }
+
+    /// Narrows the scope to integer keys in `ranges` (ascending, disjoint, inclusive, IDs of
+    /// the `int` codec): the config's `where`, `AND` the ranges (a re-read).
+    #[must_use]
+    pub(crate) fn narrowed(mut self, ranges: &[(u64, u64)]) -> SqlSource<D> {
+        self.config.narrow_to_keys::<D>(ranges);
+        self
+    }
+
     /// Reads a config file and narrows its scope to integer keys in `ranges` (ascending,
     /// disjoint, inclusive, IDs of the `int` codec): the config's `where`, `AND` the ranges.
     ///
@@ -126,6 +150,7 @@ impl<D: Dialect> SqlSource<D> {
 
     /// Serves only the keys of `range` (IDs of the `int` codec).
     #[must_use]
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn with_key_range(self, range: Option<KeyRange>) -> SqlSource<D> {
         let mut scope = Scope::new("-");
         scope.key_range = range;
