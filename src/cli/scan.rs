@@ -476,6 +476,16 @@ impl RunLog for Watched<'_> {
         })
     }
 
+    fn stopped(
+        self,
+        rec: &Reconciler,
+        cause: &scanledger::StopCause,
+        at: u64,
+    ) -> Result<(), Error> {
+        drop(self.show);
+        Ok(self.writer.stopped(rec, cause, at)?)
+    }
+
     fn should_stop(&self) -> bool {
         STOP.load(Ordering::SeqCst)
     }

@@ -47,6 +47,7 @@ mod slurm;
 #[cfg(feature = "postgres")]
 mod sqlcore;
 mod stdout;
+mod stops;
 mod store_files;
 mod structure;
 mod util;
