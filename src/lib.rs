@@ -125,7 +125,8 @@ pub use evidence::{
     EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
 };
 pub use evidence::{
-    write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,
+    write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, RunTextError,
+    Walk,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::{read_text as read_bounded, FileError};

@@ -33,6 +33,7 @@ pub(crate) fn runs(out: &Out, args: &RunsArgs) -> Result<i32, CliError> {
     if out.json {
         out.json_list(
             &report.runs,
+            // Plain data with string-keyed maps only: it always serializes.
             &serde_json::to_value(&report).unwrap_or_default(),
         )?;
         return Ok(0);

@@ -193,6 +193,7 @@ fn write_plan(args: &PlanArgs, plan: &Plan) -> Result<(PathBuf, PathBuf), CliErr
         let c = plan
             .shard_contract(k)
             .ok_or_else(|| CliError::internal(format!("the plan has no shard {k}")))?;
+        // A `Value` always serializes (its keys are strings).
         let text = serde_json::to_string_pretty(&c.to_value()).unwrap_or_default();
         write_file(&args.out.join(format!("shard-{k}.json")), &text)?;
     }

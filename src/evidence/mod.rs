@@ -45,7 +45,8 @@ pub use migration::{
 };
 pub use runs::{
     mcp_server_of, page_report, receipt_report, runs_report, verify_report, PageReport,
-    ReceiptReport, RunFilter, RunRef, RunRefError, RunRow, RunsQuery, RunsReport, VerifyReport,
+    ReceiptReport, RunFilter, RunRef, RunRefError, RunRow, RunTextError, RunsQuery, RunsReport,
+    VerifyReport,
 };
 pub use side::{run_names, run_side, RunName, RunSide};
 pub use stream::{EmitError, RangeTally, Tally};

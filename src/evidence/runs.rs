@@ -25,15 +25,28 @@ pub enum RunRef {
     Latest,
 }
 
+/// Text that names no run and no filter of runs: what a user typed, in the words every face
+/// says it with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunTextError {
+    /// Not `run-N`, `N` or `latest`.
+    #[error("{0:?} is not a run (run-N, N or latest)")]
+    NotARun(String),
+    /// Not a status or a state (`RunFilter::NAMES`).
+    #[error("{0:?} is not a status or a state ({names})", names = RunFilter::NAMES.join(", "))]
+    NotAFilter(String),
+}
+
 impl std::str::FromStr for RunRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunRef, String> {
+    type Err = RunTextError;
+    fn from_str(s: &str) -> Result<RunRef, RunTextError> {
         if s == "latest" {
             return Ok(RunRef::Latest);
         }
         match s.parse::<RunId>() {
             Ok(run) if run.to_string() == s || run.0.to_string() == s => Ok(RunRef::Id(run)),
-            _ => Err(format!("{s:?} is not a run (run-N, N or latest)")),
+            _ => Err(RunTextError::NotARun(s.to_owned())),
         }
     }
 }
@@ -181,8 +194,8 @@ impl RunFilter {
 }
 
 impl std::str::FromStr for RunFilter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunFilter, String> {
+    type Err = RunTextError;
+    fn from_str(s: &str) -> Result<RunFilter, RunTextError> {
         let states = [
             RunState::Running,
             RunState::Interrupted,
@@ -200,12 +213,7 @@ impl std::str::FromStr for RunFilter {
                 .find(|x| x.as_str() == s)
                 .map(RunFilter::State)
         })
-        .ok_or_else(|| {
-            format!(
-                "{s:?} is not a status or a state ({})",
-                RunFilter::NAMES.join(", ")
-            )
-        })
+        .ok_or_else(|| RunTextError::NotAFilter(s.to_owned()))
     }
 }
 

@@ -51,7 +51,9 @@ fn run_text<'a>(args: &'a Args, key: &str) -> Result<&'a str, String> {
 
 /// The run a run argument names in the store `snap` reads: `run-N`, `N`, or `latest`.
 fn resolve(snap: &Snapshot<'_>, text: &str) -> Result<RunId, String> {
-    let run: RunRef = text.parse()?;
+    let run: RunRef = text
+        .parse()
+        .map_err(|e: crate::evidence::RunTextError| e.to_string())?;
     run.resolve(snap).map_err(|e| chain(&e))
 }
 
