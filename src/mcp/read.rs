@@ -77,7 +77,7 @@ pub(crate) async fn get_receipt(server: &Server, args: &Args) -> Result<Value, S
         "coverage_status".into(),
         Value::from(receipt.coverage_status.as_str()),
     );
-    let receipt_json = serde_json::to_value(&receipt).map_err(|e| e.to_string())?;
+    let receipt_json = serde_json::to_value(receipt).map_err(|e| e.to_string())?;
     if receipt.coverage_status == Status::Verified {
         out.insert("receipt".into(), receipt_json);
         return Ok(Value::Object(out));
