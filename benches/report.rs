@@ -97,6 +97,7 @@ fn in_memory(receipt: Receipt) -> ReportInput {
     ReportInput {
         receipt,
         state: "finished".to_owned(),
+        stopped_by: None,
         id_codec: IdCodecKind::Int,
         id_prefix: None,
         expected_partitions: Some(partitions.clone()),

@@ -32,7 +32,6 @@ mod scan;
 mod shard;
 mod show;
 mod sides;
-mod sync;
 
 pub(crate) use error::CliError;
 pub(crate) use output::Out;
@@ -514,7 +513,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             raise.max_records = max_records;
             raise.max_bytes = max_bytes;
             raise.deadline_seconds = deadline_seconds;
-            scan::resume(out, run, source, &raise, &write)
+            scan::resume(out, run, source, &raise, &write, None)
         }
         Command::Runs(a) => runs::runs(out, &a),
         Command::Receipt { run } => runs::receipt(out, run),

@@ -515,6 +515,9 @@ impl Contract {
             },
         );
         m.insert("page_size".into(), Value::from(self.page_size));
+        // The limits and the policies are derived `Serialize` of plain fields and unit
+        // variants: they always serialize, never to the `Null` below (which would change the
+        // contract digest); `from_value(to_value(c)) == c` is tested in `contract/file.rs`.
         m.insert(
             "limits".into(),
             serde_json::to_value(self.limits).unwrap_or(Value::Null),

@@ -94,9 +94,10 @@ pub use token::TokenError;
 
 pub use codec::{signed_id, signed_of, CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, key_streams, now_ms, reread_contents, reread_key_ranges, resume, resume_with, scan,
-    scan_with, Error, IncompleteRead, Inventory, KeyComparator, KeySender, KeyTap, MemoryLog,
-    Reread, Result, RunLog, ScanResult, StreamedKeys, KEY_PAGES_AHEAD,
+    collect, io_words, key_streams, now_ms, reread_contents, reread_key_ranges, resume,
+    resume_with, said_once, scan, scan_with, stop_cause, Error, IncompleteRead, Inventory,
+    KeyComparator, KeySender, KeyTap, MemoryLog, Reread, Result, RunLog, ScanResult, StreamedKeys,
+    KEY_PAGES_AHEAD,
 };
 pub use contract::{
     Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
@@ -115,17 +116,18 @@ pub use evidence::{
 // The answers: one typed report per question, for every face (docs/REFERENCE.md §8).
 pub use evidence::{
     check_source_columns, compare as compare_runs, diff_content, diff_report, export_of, gaps_of,
-    mcp_server_of, missing_report, page_report, parse_given, run_names, run_side, runs_report,
-    shell_word, side_contract, verify_migration, verify_report, Compared, ContentReport,
-    DiffReport, EmitError, ExcludeError, Export, ExportError, ExportShape, ExportSummary, Gaps,
-    GivenId, IdTextError, MigrationError, MigrationLists, MigrationReport, MigrationRequest,
-    MissingReport, PageReport, RangeError, RangeTally, RereadFailure, RereadReport, RereadSources,
-    RunAt, RunName, RunRow, RunSide, RunsQuery, RunsReport, Side, StreamReport, Tally,
-    Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
-    SIDE_PAGE_SIZE,
+    mcp_server_of, missing_report, page_report, parse_given, receipt_report, run_names, run_side,
+    runs_report, shell_word, side_contract, verify_migration, verify_report, Compared,
+    ContentReport, DiffReport, EmitError, ExcludeError, Export, ExportError, ExportShape,
+    ExportSummary, Gaps, GivenId, IdTextError, MigrationError, MigrationLists, MigrationReport,
+    MigrationRequest, MissingReport, PageReport, RangeError, RangeTally, ReceiptReport,
+    RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow, RunSide, RunsQuery,
+    RunsReport, Side, StreamReport, Tally, Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX,
+    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
 };
 pub use evidence::{
-    write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, Walk,
+    write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, RunTextError,
+    Walk,
 };
 pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::{read_text as read_bounded, FileError};
@@ -168,6 +170,6 @@ pub use source::{MysqlConfig, MysqlSource};
 pub use store::simdisk as sim_disk;
 pub use store::{
     inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
-    RunSummary, RunWriter, ScopeKey, Snapshot, Store, StoreOptions, WriteError, FORMAT_VERSION,
-    TOKEN_KEY_LEN,
+    RunSummary, RunWriter, ScopeKey, Snapshot, StopCause, Store, StoreOptions, WriteError,
+    FORMAT_VERSION, STOP_MESSAGE_BYTES_MAX, TOKEN_KEY_LEN,
 };

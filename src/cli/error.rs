@@ -10,9 +10,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub(crate) use scanledger::io_words;
 use scanledger::json::{ConfigError, Problem};
 use scanledger::{
-    terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
+    said_once, terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
 };
 use serde::Serialize;
 
@@ -171,53 +172,6 @@ fn strip_prefix_path(message: &str, file: &Path) -> String {
         .strip_prefix(&shown)
         .and_then(|rest| rest.strip_prefix(':'))
         .map_or_else(|| message.to_owned(), |rest| rest.trim_start().to_owned())
-}
-
-/// An I/O error in words (the operating system's text without its error number).
-pub(crate) fn io_words(e: &std::io::Error) -> String {
-    use std::io::ErrorKind as K;
-    match e.kind() {
-        K::NotFound => "no such file or directory".to_owned(),
-        K::PermissionDenied => "permission denied".to_owned(),
-        K::IsADirectory => "it is a directory".to_owned(),
-        K::NotADirectory => "a component of the path is not a directory".to_owned(),
-        K::StorageFull => "no space left on the device".to_owned(),
-        K::InvalidData => "it is not UTF-8 text".to_owned(),
-        _ => {
-            let text = e.to_string();
-            let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
-            lowercase_first(&text)
-        }
-    }
-}
-
-fn lowercase_first(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
-/// The error's message followed by each cause in its chain that the text does not already
-/// say: the library never repeats a cause in a message, and this never adds one twice.
-pub(crate) fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = e.to_string();
-    let mut cause = e.source();
-    // A chain is short; the bound only guards against a cyclic one.
-    for _ in 0..16 {
-        let Some(c) = cause else { break };
-        let text = match c.downcast_ref::<std::io::Error>() {
-            Some(io) => io_words(io),
-            None => c.to_string(),
-        };
-        if !text.is_empty() && !msg.contains(&text) {
-            msg.push_str(": ");
-            msg.push_str(&text);
-        }
-        cause = c.source();
-    }
-    msg
 }
 
 impl From<Error> for CliError {

@@ -33,6 +33,7 @@ pub(crate) fn runs(out: &Out, args: &RunsArgs) -> Result<i32, CliError> {
     if out.json {
         out.json_list(
             &report.runs,
+            // Plain data with string-keyed maps only: it always serializes.
             &serde_json::to_value(&report).unwrap_or_default(),
         )?;
         return Ok(0);
@@ -57,12 +58,22 @@ pub(crate) fn runs(out: &Out, args: &RunsArgs) -> Result<i32, CliError> {
     }))?;
     if let Some(r) = runs.iter().find(|r| r.state == RunState::Interrupted) {
         let run: scanledger::RunId = r.run_id.parse().map_err(CliError::internal)?;
-        out.note(&format!(
-            "{run} is interrupted (its writer is gone); continue it with `{}`",
-            out.resume_command(run)
-        ));
+        out.note(&interrupted(out, run, r.stopped_by.as_ref()));
     }
     Ok(0)
+}
+
+/// The note of an interrupted run: why it stands still (its writer gone, or the error that
+/// stopped it) and the command that continues it.
+fn interrupted(out: &Out, run: scanledger::RunId, stop: Option<&scanledger::StopCause>) -> String {
+    let why = stop.map_or_else(
+        || "its writer is gone".to_owned(),
+        scanledger::StopCause::sentence,
+    );
+    format!(
+        "{run} is interrupted ({why}); continue it with `{}`",
+        out.resume_command(run)
+    )
 }
 
 /// `receipt RUN`.
@@ -70,31 +81,24 @@ pub(crate) fn receipt(out: &Out, run: RunArg) -> Result<i32, CliError> {
     let store = open_read(out)?;
     let snap = store.read()?;
     let run = run.resolve(&snap)?;
-    let receipt = snap.receipt(run)?;
-    let header = snap.header(run)?;
-    let state = header.state;
+    let report = scanledger::receipt_report(&snap, run)?;
+    // With `--json` the receipt alone, in its format (`verify` reads it back); how the run
+    // stands (`stopped_by`) is in `runs --json`.
     if out.json {
-        out.json_value(&receipt)?;
+        out.json_value(&report.receipt)?;
     } else {
-        out.emit(&show::receipt_text(&receipt))?;
-        if let Some(server) = header
-            .source_spec
-            .as_deref()
-            .and_then(scanledger::mcp_server_of)
-        {
+        out.emit(&show::receipt_text(&report.receipt))?;
+        if let Some(server) = &report.mcp_server {
             out.emit(&format!(
                 "mcp server: {}",
                 scanledger::terminal_safe(server)
             ))?;
         }
-        if state == RunState::Interrupted {
-            out.note(&format!(
-                "{run} is interrupted (its writer is gone); continue it with `{}`",
-                out.resume_command(run)
-            ));
+        if report.state == RunState::Interrupted {
+            out.note(&interrupted(out, run, report.stopped_by.as_ref()));
         }
     }
-    Ok(receipt_exit(&receipt))
+    Ok(receipt_exit(&report.receipt))
 }
 
 /// `delete RUN`.

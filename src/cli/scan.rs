@@ -79,7 +79,7 @@ pub(crate) fn scan_contract_in(
     rt.block_on(source.prepare())
         .map_err(|e| nothing_recorded(CliError::from(Error::Source(e)), None))?;
     if let Some(path) = joined {
-        super::sync::join(out, &rt, &mut source, &contract, path)?;
+        super::shard::join(out, &rt, &mut source, &contract, path)?;
     }
     let mut store = open_write(out, write.store_options())?;
     store.record_source(&source.recorded_spec(&recordable(spec)));
@@ -132,13 +132,15 @@ fn nothing_recorded(mut err: CliError, deleted: Option<RunId>) -> CliError {
     err
 }
 
-/// `resume RUN [--source SPEC] [--max-... N]`.
+/// `resume RUN [--source SPEC] [--max-... N]`; with `joined`, as [`scan_contract_in`] (a
+/// shard of a held plan resumed).
 pub(crate) fn resume(
     out: &Out,
     run: RunArg,
     source: Option<String>,
     raise: &Raise,
     write: &WriteOpts,
+    joined: Option<&Path>,
 ) -> Result<i32, CliError> {
     if raise
         .deadline_seconds
@@ -177,6 +179,9 @@ pub(crate) fn resume(
     let mut source = AnySource::open_for(&spec, &header.contract).map_err(unchanged)?;
     let rt = runtime()?;
     rt.block_on(source.prepare()).map_err(unchanged)?;
+    if let Some(path) = joined {
+        super::shard::join(out, &rt, &mut source, &header.contract, path)?;
+    }
     store.record_source(&source.recorded_spec(&recordable(&spec)));
     let (writer, loaded) = store.resume(run, raise)?;
     tracing::info!("{run} resumed");
@@ -493,6 +498,16 @@ impl RunLog for Watched<'_> {
             show: self.show,
             ack: self.ack,
         })
+    }
+
+    fn stopped(
+        self,
+        rec: &Reconciler,
+        cause: &scanledger::StopCause,
+        at: u64,
+    ) -> Result<(), Error> {
+        drop(self.show);
+        Ok(self.writer.stopped(rec, cause, at)?)
     }
 
     fn should_stop(&self) -> bool {

@@ -18,21 +18,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use scanledger::shard::{self, Plan, ShardStore, Split};
-use scanledger::{AnySource, Contract, Error, IdCodecKind, RunState, Status, Store, StoreOptions};
+use scanledger::{AnySource, Contract, Error, IdCodecKind, Status, Store, StoreOptions};
 
 use super::error::CliError;
 use super::output::count;
 use super::{receipt_exit, scan, show, Out, RunArg, WriteOpts};
-
-/// The environment variables a shard index is read from, and the runner that sets each.
-pub(crate) const SHARD_ENV: [(&str, &str); 3] = [
-    ("JOB_COMPLETION_INDEX", "a Kubernetes Indexed Job"),
-    ("SLURM_ARRAY_TASK_ID", "a Slurm job array"),
-    (
-        "SCANLEDGER_SHARD",
-        "a GitHub Actions matrix (env: SCANLEDGER_SHARD: ${{ matrix.shard }}) or any runner",
-    ),
-];
 
 /// The file beside a plan whose snapshot is held that tells the coordinator to release it:
 /// made by a verified `merge` and by `plan --release DIR`.
@@ -155,7 +145,12 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
     let locked_at = std::time::Instant::now();
     let held = if args.hold_snapshot {
-        Some(super::sync::hold(&rt, &mut source)?)
+        Some(rt.block_on(shard::hold(&mut source)).map_err(|e| match e {
+            shard::HoldError::Source(e) => fetch_error("--hold-snapshot", &e),
+            other => {
+                CliError::usage(format!("--hold-snapshot: {other}")).with_field("--hold-snapshot")
+            }
+        })?)
     } else {
         None
     };
@@ -213,6 +208,7 @@ fn write_plan(args: &PlanArgs, plan: &Plan) -> Result<(PathBuf, PathBuf), CliErr
         let c = plan
             .shard_contract(k)
             .ok_or_else(|| CliError::internal(format!("the plan has no shard {k}")))?;
+        // A `Value` always serializes (its keys are strings).
         let text = serde_json::to_string_pretty(&c.to_value()).unwrap_or_default();
         write_file(&args.out.join(format!("shard-{k}.json")), &text)?;
     }
@@ -273,7 +269,7 @@ fn coordinate(
         #[cfg(feature = "postgres")]
         AnySource::Postgres(pg) => hold(pg, rt, snapshot, release, args.hold_timeout_seconds),
         #[cfg(feature = "mysql")]
-        AnySource::Mysql(my) => super::sync::synchronize(
+        AnySource::Mysql(my) => synchronize(
             my,
             rt,
             &args.out,
@@ -290,9 +286,64 @@ fn coordinate(
     }
 }
 
+/// A shard's join of its plan's held snapshot (`shard::join`): a join refused is a note, and
+/// the run's first page records it.
+pub(super) fn join(
+    out: &Out,
+    rt: &tokio::runtime::Runtime,
+    source: &mut AnySource,
+    contract: &Contract,
+    path: &Path,
+) -> Result<(), CliError> {
+    match rt.block_on(shard::join(source, contract, path)) {
+        Ok(shard::Joined::Refused(e)) => out.note(&format!(
+            "this shard cannot join the plan's snapshot ({e:?}): its coordinator no longer holds the read lock"
+        )),
+        Ok(_) => {}
+        Err(e) => return Err(CliError::io("write", path, &e)),
+    }
+    Ok(())
+}
+
+/// The MySQL/MariaDB coordinator: holds the read lock (taken at `locked`) until
+/// `shard::wait_for_joins` ends, gives it up and says how long it was held (the longest any
+/// writer waited). Exit 0 when every shard joined, 1 otherwise.
+#[cfg(feature = "mysql")]
+fn synchronize(
+    my: &mut scanledger::MysqlSource,
+    rt: &tokio::runtime::Runtime,
+    dir: &Path,
+    shards: u32,
+    release: &Path,
+    locked: std::time::Instant,
+    timeout_seconds: u64,
+) -> Result<i32, CliError> {
+    say(&format!(
+        "holding a global read lock (writers wait) until the plan's {shards} shards have begun their snapshots, at most {timeout_seconds} s"
+    ));
+    let timeout = std::time::Duration::from_secs(timeout_seconds);
+    let why = shard::wait_for_joins(dir, shards, release, locked, timeout).as_str();
+    let unlocked = rt.block_on(my.unlock_for_shards());
+    let held_ms = locked.elapsed().as_millis();
+    unlocked.map_err(|e| fetch_error("giving the read lock up", &e))?;
+    let late = shard::not_joined(dir, shards);
+    if late.is_empty() {
+        say(&format!(
+            "released the read lock after {held_ms} ms ({why}): every shard reads the same state"
+        ));
+        return Ok(0);
+    }
+    let named: Vec<String> = late.iter().map(u32::to_string).collect();
+    say(&format!(
+        "released the read lock after {held_ms} ms ({why}); shards {} had not begun: they cannot join this snapshot (their scans end expired_cursor), so make a new plan",
+        named.join(", ")
+    ));
+    Ok(1)
+}
+
 /// One line on stderr; a write that fails (a terminal gone with SIGHUP) is not the hold's end.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) fn say(text: &str) {
+fn say(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
@@ -483,38 +534,14 @@ pub(crate) fn read_plan(path: &Path) -> Result<Plan, CliError> {
     })
 }
 
-/// The shard index from the environment: exactly one of `SHARD_ENV` set, or several that
-/// agree.
+/// The shard index from the environment (`shard::index_from_env`).
 pub(crate) fn shard_from_env() -> Result<u32, CliError> {
-    let mut found: Vec<(&str, String)> = Vec::new();
-    for (name, _) in SHARD_ENV {
-        if let Ok(v) = std::env::var(name) {
-            found.push((name, v));
+    shard::index_from_env().map_err(|e| {
+        let err = CliError::usage(format!("--shard-from-env: {e}")).with_field("--shard-from-env");
+        match e {
+            shard::ShardEnvError::Unset => err.with_hint("set one, or pass --shard K"),
+            _ => err,
         }
-    }
-    let names: Vec<&str> = SHARD_ENV.iter().map(|(n, _)| *n).collect();
-    let Some((first_name, first)) = found.first() else {
-        return Err(CliError::usage(format!(
-            "--shard-from-env: none of {} is set",
-            names.join(", ")
-        ))
-        .with_field("--shard-from-env")
-        .with_hint("set one, or pass --shard K"));
-    };
-    if let Some((name, v)) = found.iter().find(|(_, v)| v != first) {
-        return Err(CliError::usage(format!(
-            "--shard-from-env: {first_name}={} and {name}={} disagree",
-            scanledger::terminal_safe(first),
-            scanledger::terminal_safe(v)
-        ))
-        .with_field("--shard-from-env"));
-    }
-    first.trim().parse::<u32>().map_err(|_| {
-        CliError::usage(format!(
-            "--shard-from-env: {first_name}={} is not a shard index",
-            scanledger::terminal_safe(first)
-        ))
-        .with_field("--shard-from-env")
     })
 }
 
@@ -536,26 +563,15 @@ pub(crate) fn scan_shard(
         .with_field("--shard"));
     };
     let spec = source.unwrap_or(&plan.source).to_owned();
+    // A shard of a plan whose snapshot is held joins it before it reads, a resumed attempt
+    // too, and says so in DIR/joined-K (a MySQL/MariaDB coordinator waits for every shard's).
+    let joined = shard::joined_path(&plan, plan_path, index);
     // An attempt of this shard in this store already: continue it or show it, never a second.
     if out.store.exists() {
-        let store = super::open_read(out)?;
-        let snap = store.read()?;
-        let mut found = None;
-        for r in snap.runs()? {
-            if r.state == RunState::Superseded {
-                continue;
-            }
-            let h = snap.header(r.run_id)?;
-            if h.contract.scope.shard == contract.scope.shard {
-                found = Some((r.run_id, r.state, r.coverage_status));
-                break;
-            }
-        }
-        drop(snap);
-        drop(store);
-        if let Some((run, state, status)) = found {
-            let done = state == RunState::Finished && status != Status::Unknown;
-            if done {
+        let found = shard::attempt_of(&super::open_read(out)?.read()?, &contract)?;
+        if let Some(attempt) = found {
+            let run = attempt.run;
+            if attempt.done() {
                 out.note(&format!(
                     "{run} is this store's attempt of shard {index}; it is finished, so it is shown, not scanned again"
                 ));
@@ -570,14 +586,10 @@ pub(crate) fn scan_shard(
                 Some(spec),
                 &scanledger::Raise::default(),
                 write,
+                joined.as_deref(),
             );
         }
     }
-    // A shard of a plan whose snapshot is held joins it before its first page and says so
-    // in DIR/joined-K (a MySQL/MariaDB coordinator waits for every shard's).
-    let joined = plan
-        .snapshot_held
-        .then(|| plan_path.with_file_name(super::sync::joined_file(index)));
     scan::scan_contract_in(out, contract, &spec, write, joined.as_deref())
 }
 

@@ -71,3 +71,75 @@ impl Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error's message followed by each cause in its chain that the text does not already
+/// say: the crate never repeats a cause in a message, and this never adds one twice. An I/O
+/// cause is said in words ([`io_words`]). Every face says an error through it: the CLI's
+/// errors, and the stop a run records (`StopCause`).
+#[must_use]
+pub fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    // A chain is short; the bound only guards against a cyclic one.
+    for _ in 0..16 {
+        let Some(c) = cause else { break };
+        let text = match c.downcast_ref::<std::io::Error>() {
+            Some(io) => io_words(io),
+            None => c.to_string(),
+        };
+        if !text.is_empty() && !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
+/// An I/O error in words: the operating system's text without its error number, and the
+/// common kinds as a sentence would say them.
+#[must_use]
+pub fn io_words(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => "no such file or directory".to_owned(),
+        K::PermissionDenied => "permission denied".to_owned(),
+        K::IsADirectory => "it is a directory".to_owned(),
+        K::NotADirectory => "a component of the path is not a directory".to_owned(),
+        K::StorageFull => "no space left on the device".to_owned(),
+        K::InvalidData => "it is not UTF-8 text".to_owned(),
+        _ => {
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or(&text);
+            let mut c = text.chars();
+            match c.next() {
+                Some(f) => f.to_lowercase().chain(c).collect(),
+                None => String::new(),
+            }
+        }
+    }
+}
+
+/// Bytes below which a cursor is not searched for in an error's text: a short cursor (a page
+/// number) would match unrelated text, and the crate's own messages name cursors by their
+/// fingerprints anyway; this only guards against a cause from outside (a driver's text).
+const CURSOR_SCRUB_MIN: usize = 8;
+
+/// The stop a run records when `e` ended it at `request`, after `pages` pages: the error said
+/// once, any longer raw cursor of the request replaced by its fingerprint, made safe and
+/// bounded by `StopCause::new`.
+#[must_use]
+pub fn stop_cause(
+    e: &Error,
+    request: &crate::reconcile::Request,
+    pages: u32,
+    at_ms: u64,
+) -> crate::store::StopCause {
+    let mut message = said_once(e);
+    if let crate::reconcile::Request::Cursor(c) = request {
+        if c.len() >= CURSOR_SCRUB_MIN && message.contains(c.as_str()) {
+            message = message.replace(c.as_str(), &request.describe());
+        }
+    }
+    crate::store::StopCause::new(&message, pages, at_ms)
+}

@@ -19,14 +19,14 @@ use crate::idset::IdSet;
 use crate::receipt::{rfc3339, Receipt, RunId, RunMeta};
 use crate::reconcile::{Delta, FetchFailure, Limit, Reconciler, Request, Status, Step, Violation};
 use crate::source::{PageRequest, PageSource};
-use crate::store::{LoadedRun, Raise, RunWriter, Store};
+use crate::store::{LoadedRun, Raise, RunWriter, StopCause, Store};
 
 mod error;
 mod fetch;
 mod keys;
 mod reread;
 
-pub use error::{Error, Result};
+pub use error::{io_words, said_once, stop_cause, Error, Result};
 pub use keys::{key_streams, KeyComparator, KeySender, KeyTap, StreamedKeys, KEY_PAGES_AHEAD};
 pub use reread::{reread_contents, reread_key_ranges, Reread};
 
@@ -60,6 +60,16 @@ pub trait RunLog: Sized {
     /// # Errors
     /// When the restart cannot be written.
     fn restart(self, rec: &Reconciler, contract: &Contract, at_ms: u64) -> Result<Self, Error>;
+    /// The run stops on an error (a source that cannot go on, `cause` says it): records the
+    /// state as of `rec` and the cause with the run, which stays resumable (`interrupted`).
+    /// The default records nothing (a log that keeps no run).
+    ///
+    /// # Errors
+    /// When it cannot be written; the scan's own error is still the one returned.
+    fn stopped(self, rec: &Reconciler, cause: &StopCause, at_ms: u64) -> Result<(), Error> {
+        let _ = (rec, cause, at_ms);
+        Ok(())
+    }
     /// Whether the operator asked the scan to stop (Ctrl-C): checked before every request,
     /// so the run stops at a page boundary as `limit_reached` (interrupted), resumable.
     fn should_stop(&self) -> bool {
@@ -82,6 +92,9 @@ impl RunLog for RunWriter<'_> {
     }
     fn restart(self, rec: &Reconciler, contract: &Contract, at_ms: u64) -> Result<Self, Error> {
         Ok(RunWriter::restart(self, rec, contract, at_ms)?)
+    }
+    fn stopped(self, rec: &Reconciler, cause: &StopCause, at_ms: u64) -> Result<(), Error> {
+        Ok(RunWriter::stopped(self, rec, cause, at_ms)?)
     }
 }
 
@@ -301,7 +314,11 @@ async fn drive<S: PageSource, L: RunLog>(
             snapshot: rec.progress().serving_snapshot.clone(),
             query: contract.scope.query.clone(),
         };
-        match fetch::with_retries(&contract, source, &preq, deadline).await? {
+        let fetched = match fetch::with_retries(&contract, source, &preq, deadline).await {
+            Ok(f) => f,
+            Err(e) => return Err(stopped(log, &rec, &request, e)),
+        };
+        match fetched {
             fetch::Fetched::Page(page) => {
                 let mut seen = rec.observe(&page);
                 if let Some(p) = seen.delta.page.as_mut() {
@@ -370,6 +387,20 @@ async fn drive<S: PageSource, L: RunLog>(
         }
     }
     finish(contract, meta, rec, log)
+}
+
+/// The run stops on `e`, met at `request`: the log records why (the run stays resumable), and
+/// `e` is returned whatever the recording came to.
+fn stopped<L: RunLog>(log: L, rec: &Reconciler, request: &Request, e: Error) -> Error {
+    let at = now_ms();
+    let cause = stop_cause(&e, request, rec.progress().pages_observed, at);
+    if let Err(w) = log.stopped(rec, &cause, at) {
+        tracing::warn!(
+            "the error that stopped the run is not recorded with it: {}",
+            crate::receipt::terminal_safe(&said_once(&w))
+        );
+    }
+    e
 }
 
 /// `on_expired_cursor` `block` after `request` expired: the run stops with `expired_cursor`

@@ -44,8 +44,9 @@ pub use migration::{
     EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
 };
 pub use runs::{
-    mcp_server_of, page_report, runs_report, verify_report, PageReport, RunFilter, RunRef,
-    RunRefError, RunRow, RunsQuery, RunsReport, VerifyReport,
+    mcp_server_of, page_report, receipt_report, runs_report, verify_report, PageReport,
+    ReceiptReport, RunFilter, RunRef, RunRefError, RunRow, RunTextError, RunsQuery, RunsReport,
+    VerifyReport,
 };
 pub use side::{run_names, run_side, RunName, RunSide};
 pub use stream::{EmitError, RangeTally, Tally};

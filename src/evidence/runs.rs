@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::verify::Mismatch;
 use crate::receipt::{Receipt, RunId};
 use crate::reconcile::Status;
-use crate::store::{ReadError, RunState, RunSummary, Snapshot};
+use crate::store::{ReadError, RunState, RunSummary, Snapshot, StopCause};
 
 /// A run as a user names it, on the command line or in a tool's arguments: `run-N`, `N`
 /// (exactly as run IDs are written: no sign, no leading zero), or `latest`, the newest run of
@@ -25,15 +25,28 @@ pub enum RunRef {
     Latest,
 }
 
+/// Text that names no run and no filter of runs: what a user typed, in the words every face
+/// says it with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunTextError {
+    /// Not `run-N`, `N` or `latest`.
+    #[error("{0:?} is not a run (run-N, N or latest)")]
+    NotARun(String),
+    /// Not a status or a state (`RunFilter::NAMES`).
+    #[error("{0:?} is not a status or a state ({names})", names = RunFilter::NAMES.join(", "))]
+    NotAFilter(String),
+}
+
 impl std::str::FromStr for RunRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunRef, String> {
+    type Err = RunTextError;
+    fn from_str(s: &str) -> Result<RunRef, RunTextError> {
         if s == "latest" {
             return Ok(RunRef::Latest);
         }
         match s.parse::<RunId>() {
             Ok(run) if run.to_string() == s || run.0.to_string() == s => Ok(RunRef::Id(run)),
-            _ => Err(format!("{s:?} is not a run (run-N, N or latest)")),
+            _ => Err(RunTextError::NotARun(s.to_owned())),
         }
     }
 }
@@ -88,6 +101,9 @@ pub struct RunRow {
     /// The MCP server an `mcp:` run spoke to, as it introduced itself (`NAME VERSION`); null
     /// for every other source.
     pub mcp_server: Option<String>,
+    /// The error that stopped the run, while it is what left the run `interrupted`
+    /// (`{message, pages_observed, at}`); null otherwise.
+    pub stopped_by: Option<StopCause>,
 }
 
 /// The MCP server a recorded source spec spoke to (`NAME VERSION`), for an MCP run.
@@ -114,8 +130,45 @@ impl RunRow {
                 .ok()
                 .and_then(|h| h.source_spec)
                 .and_then(|spec| mcp_server_of(&spec).map(str::to_owned)),
+            stopped_by: r.stopped_by.clone(),
         }
     }
+}
+
+/// The answer of `receipt RUN`: the run's receipt and what the store says about the run
+/// beside it (docs/REFERENCE.md §8). The receipt is the run's evidence and keeps its format;
+/// the rest is how the run stands now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ReceiptReport {
+    /// The receipt, as the store recomputes it.
+    pub receipt: Receipt,
+    /// The run's state.
+    pub state: RunState,
+    /// The MCP server an `mcp:` run spoke to (`NAME VERSION`).
+    pub mcp_server: Option<String>,
+    /// The error that stopped the run, while it is what left the run `interrupted`.
+    pub stopped_by: Option<StopCause>,
+}
+
+/// The receipt of `run` in the store `snap` reads, with the run's state, its MCP server and
+/// the error that stopped it.
+///
+/// # Errors
+/// `UnknownRun`, or `ReadError` when unreadable or damaged.
+pub fn receipt_report(snap: &Snapshot<'_>, run: RunId) -> Result<ReceiptReport, ReadError> {
+    let receipt = snap.receipt(run)?;
+    let header = snap.header(run)?;
+    Ok(ReceiptReport {
+        receipt,
+        state: header.state,
+        mcp_server: header
+            .source_spec
+            .as_deref()
+            .and_then(mcp_server_of)
+            .map(str::to_owned),
+        stopped_by: header.stopped_by,
+    })
 }
 
 /// What `runs --status` selects: a coverage status or a lifecycle state, by its name.
@@ -141,8 +194,8 @@ impl RunFilter {
 }
 
 impl std::str::FromStr for RunFilter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunFilter, String> {
+    type Err = RunTextError;
+    fn from_str(s: &str) -> Result<RunFilter, RunTextError> {
         let states = [
             RunState::Running,
             RunState::Interrupted,
@@ -160,12 +213,7 @@ impl std::str::FromStr for RunFilter {
                 .find(|x| x.as_str() == s)
                 .map(RunFilter::State)
         })
-        .ok_or_else(|| {
-            format!(
-                "{s:?} is not a status or a state ({})",
-                RunFilter::NAMES.join(", ")
-            )
-        })
+        .ok_or_else(|| RunTextError::NotAFilter(s.to_owned()))
     }
 }
 

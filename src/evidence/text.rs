@@ -726,6 +726,7 @@ mod tests {
             started_at: "t".to_owned(),
             finished_at: None,
             mcp_server: None,
+            stopped_by: None,
         };
         let report = super::super::runs::RunsReport {
             runs: vec![row("run-10", 3, "a"), row("run-9", 12345, "bb")],

@@ -141,6 +141,7 @@ pub fn scan_answer(
             }
             out.insert(
                 "receipt".into(),
+                // A receipt is plain data (string-keyed maps only): it always serializes.
                 serde_json::to_value(receipt).unwrap_or(Value::Null),
             );
         }

@@ -14,8 +14,8 @@ use super::Server;
 use crate::collect::now_ms;
 use crate::contract::ITEMS_PER_PAGE_MAX;
 use crate::evidence::{
-    compare, diff_report, missing_report, page_report, runs_report, verify_report, RunAt, RunRef,
-    RunsQuery,
+    compare, diff_report, missing_report, page_report, receipt_report, runs_report, verify_report,
+    RunAt, RunRef, RunsQuery,
 };
 use crate::receipt::{Receipt, RunId};
 use crate::reconcile::Status;
@@ -51,7 +51,9 @@ fn run_text<'a>(args: &'a Args, key: &str) -> Result<&'a str, String> {
 
 /// The run a run argument names in the store `snap` reads: `run-N`, `N`, or `latest`.
 fn resolve(snap: &Snapshot<'_>, text: &str) -> Result<RunId, String> {
-    let run: RunRef = text.parse()?;
+    let run: RunRef = text
+        .parse()
+        .map_err(|e: crate::evidence::RunTextError| e.to_string())?;
     run.resolve(snap).map_err(|e| chain(&e))
 }
 
@@ -63,7 +65,8 @@ pub(crate) async fn get_receipt(server: &Server, args: &Args) -> Result<Value, S
     let store = store.ok_or_else(|| no_store(text))?;
     let snap = store.read().map_err(|e| chain(&e))?;
     let run = resolve(&snap, text)?;
-    let receipt = snap.receipt(run).map_err(|e| chain(&e))?;
+    let report = receipt_report(&snap, run).map_err(|e| chain(&e))?;
+    let receipt = &report.receipt;
     let mut out = Map::new();
     out.insert(
         "outcome".into(),
@@ -74,7 +77,7 @@ pub(crate) async fn get_receipt(server: &Server, args: &Args) -> Result<Value, S
         "coverage_status".into(),
         Value::from(receipt.coverage_status.as_str()),
     );
-    let receipt_json = serde_json::to_value(&receipt).map_err(|e| e.to_string())?;
+    let receipt_json = serde_json::to_value(receipt).map_err(|e| e.to_string())?;
     if receipt.coverage_status == Status::Verified {
         out.insert("receipt".into(), receipt_json);
         return Ok(Value::Object(out));
@@ -85,7 +88,13 @@ pub(crate) async fn get_receipt(server: &Server, args: &Args) -> Result<Value, S
         "pages": receipt.pages_observed, "records": receipt.records_observed,
         "unique_ids": receipt.unique_ids_observed, "is_lower_bound": true}),
     );
-    out.insert("reasons".into(), reasons(&receipt));
+    out.insert("reasons".into(), reasons(receipt));
+    out.insert("state".into(), Value::from(report.state.as_str()));
+    // The error that stopped an interrupted run, as `runs` and `list_runs` give it.
+    out.insert(
+        "stopped_by".into(),
+        serde_json::to_value(&report.stopped_by).map_err(|e| e.to_string())?,
+    );
     let loaded = snap.load(run).map_err(|e| chain(&e))?;
     let can = loaded.state != RunState::Superseded
         && resumable(receipt.coverage_status, loaded.reconciler.progress());

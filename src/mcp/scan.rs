@@ -61,6 +61,15 @@ impl<L: RunLog> RunLog for Reporting<L> {
             cancelled: self.cancelled,
         })
     }
+    fn stopped(
+        self,
+        rec: &Reconciler,
+        cause: &crate::store::StopCause,
+        at: u64,
+    ) -> Result<(), Error> {
+        let inner = self.inner;
+        blocking(|| inner.stopped(rec, cause, at))
+    }
     fn should_stop(&self) -> bool {
         self.cancelled.is_cancelled()
     }

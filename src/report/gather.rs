@@ -123,6 +123,7 @@ fn build(
     };
     Ok(ReportInput {
         state: loaded.state.as_str().to_owned(),
+        stopped_by: snap.header(run)?.stopped_by,
         id_codec: loaded.contract.id_codec,
         id_prefix: rec
             .progress()

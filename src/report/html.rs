@@ -471,7 +471,7 @@ fn receipt_fields(h: &mut String, input: &ReportInput) {
     let opt = |v: Option<&str>| v.map_or_else(|| "—".to_owned(), show);
     let num = |v: Option<u64>| v.map_or_else(|| "—".to_owned(), thousands);
     let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();
-    let scope: Vec<(&str, String)> = vec![
+    let mut scope: Vec<(&str, String)> = vec![
         ("run", show(&r.run_id)),
         ("coverage status", r.coverage_status.as_str().to_owned()),
         ("conclusion scope", show(r.conclusion_scope.as_str())),
@@ -487,6 +487,9 @@ fn receipt_fields(h: &mut String, input: &ReportInput) {
         ("restarted from", opt(r.restarted_from.as_deref())),
         ("superseded by", opt(r.superseded_by.as_deref())),
     ];
+    if let Some(stop) = &input.stopped_by {
+        scope.insert(4, ("stopped by", show_long(&stop.sentence())));
+    }
     let counts: Vec<(&str, String)> = vec![
         ("pages observed", thousands(r.pages_observed)),
         ("terminal page observed", yes(r.terminal_cursor_observed)),

@@ -45,8 +45,11 @@ pub struct ReportInput {
     /// The run's receipt, as `receipt RUN` prints it (`missing_id_ranges` filled when a
     /// reference is given).
     pub receipt: Receipt,
-    /// The run's state: `running`, `finished` or `superseded`.
+    /// The run's state: `running`, `interrupted`, `finished` or `superseded`.
     pub state: String,
+    /// The error that stopped the run, while it is what left the run `interrupted`.
+    #[serde(default)]
+    pub stopped_by: Option<crate::store::StopCause>,
     /// How the run's IDs are encoded; decides how partition ID ranges are shown.
     pub id_codec: IdCodecKind,
     /// The `prefixed` codec's prefix, given or learned.

@@ -56,6 +56,7 @@ fn input(r: Receipt, partitions: Vec<(u64, u64)>) -> ReportInput {
     ReportInput {
         receipt: r,
         state: "finished".into(),
+        stopped_by: None,
         id_codec: IdCodecKind::Int,
         id_prefix: None,
         partitions,

@@ -29,8 +29,7 @@ pub(crate) fn verdict(input: &ReportInput) -> Verdict {
     let headline = match status {
         Status::Verified => verified_headline(r),
         Status::Unknown | Status::Failed => {
-            let reason =
-                decisive(r, status).map_or_else(|| not_finished(&input.state), |v| reason(v, r));
+            let reason = decisive(r, status).map_or_else(|| not_finished(input), |v| reason(v, r));
             format!(
                 "{}: {reason}; {} and this is NOT an inventory.",
                 title(status),
@@ -115,12 +114,17 @@ fn decisive(r: &Receipt, status: Status) -> Option<&Violation> {
     r.violations.iter().find(|v| v.kind.status() == status)
 }
 
-fn not_finished(state: &str) -> String {
+fn not_finished(input: &ReportInput) -> String {
+    let state = input.state.as_str();
     if state == "running" {
         "the scan has not reached its end (the run is still open: running or interrupted)"
             .to_owned()
     } else if state == "interrupted" {
-        "the run is interrupted: it stopped at its last commit before its end, because its process was killed or its source failed with an error (which the command that stopped printed; the store does not keep it), and scanledger resume continues it".to_owned()
+        let why = input.stopped_by.as_ref().map_or_else(
+            || "because its process was killed (or stopped before it could record why)".to_owned(),
+            |s| format!("{} at {}", s.sentence(), s.at),
+        );
+        format!("the run is interrupted: it stopped at its last commit before its end, {why}, and scanledger resume continues it")
     } else {
         "the run ended without a terminal page".to_owned()
     }

@@ -4,15 +4,22 @@
 //! `plan` is pure (the plan file, its digest, the split of the key space); `merge` reads the
 //! shard stores through their `Snapshot`s and returns the merged state, which the caller
 //! records with `Store::write_merged`. Neither does network IO; the statistics a plan is cut
-//! by and the snapshot a coordinator holds come from the source (`AnySource::key_bounds`,
-//! `AnySource::hold_snapshot`).
+//! by come from the source (`AnySource::key_bounds`). `sync` is the held snapshot's part of a
+//! runner, through the source: the coordinator's hold and its wait for the shards' `joined-K`,
+//! and a shard's join.
 
 mod merge;
 mod plan;
 mod retry;
+mod runner;
+mod sync;
 #[cfg(test)]
 mod tests;
 
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, split_at, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
 pub use retry::retry_shards;
+pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError, SHARD_ENV};
+pub use sync::{
+    hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
+};

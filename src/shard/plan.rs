@@ -316,6 +316,7 @@ impl Plan {
     pub fn to_json(&self) -> String {
         let mut m = self.body();
         m.insert("plan_digest".into(), Value::from(self.digest()));
+        // A `Value` always serializes (its keys are strings), so this never yields "".
         serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default()
     }
 

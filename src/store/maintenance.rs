@@ -1,6 +1,6 @@
 //! Reclaiming space: deleting a run and compacting the file.
 //!
-//! A deleted run's records, page log, bitmaps, leaves and resume request go in one write
+//! A deleted run's records, page log, bitmaps, leaves, resume request and stop go in one write
 //! transaction, then its key's slot in the key file is zeroed; the strings it interned stay (its (source, tenant) dictionary is shared with
 //! the other runs of the collection). Compaction hands redb's freed pages back to the file
 //! system, and with them whatever old values they still held.
@@ -41,7 +41,8 @@ impl Store {
                 txn.open_table(CURSORS)?.remove(r)?;
                 txn.open_table(CURSOR_KEYS)?.remove(r)?;
                 Ok(())
-            });
+            })
+            .and_then(|()| super::stops::remove(&self.engine, &txn, run));
         if let Err(f) = result {
             return Err(self.poison(f));
         }

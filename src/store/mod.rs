@@ -49,6 +49,7 @@ pub mod simdisk;
 #[cfg(all(test, not(feature = "sim-disk")))]
 mod simdisk;
 mod snapshot;
+mod stops;
 #[cfg(test)]
 mod tests;
 mod unfinished;
@@ -60,6 +61,7 @@ pub use options::StoreOptions;
 pub use run::{LoadedRun, Raise, RunHeader, RunState, RunSummary, ScopeKey};
 pub use schema::{FORMAT_VERSION, TOKEN_KEY_LEN};
 pub use snapshot::Snapshot;
+pub use stops::{StopCause, STOP_MESSAGE_BYTES_MAX};
 pub use writer::RunWriter;
 
 use engine::{Engine, Sharing};
@@ -487,11 +489,11 @@ impl Store {
         raise: &Raise,
     ) -> Result<(RunWriter<'_>, LoadedRun), WriteError> {
         self.settle()?;
-        let (mut loaded, key) = {
+        let (mut loaded, key, stopped) = {
             let snap = self.read()?;
             let loaded = snap.load(run)?;
             let key = snap.cursor_key(run)?;
-            (loaded, key)
+            (loaded, key, snap.stops(Some(run))?.contains_key(&run.0))
         };
         // Nothing is fetched for a run that only lacks its finish: its contract stays as it
         // ended, and the writer writes the finish the dead one did not.
@@ -521,6 +523,10 @@ impl Store {
         };
         if loaded.source_spec.is_some() && self.source_spec.is_none() {
             self.source_spec.clone_from(&loaded.source_spec);
+        }
+        // The error that stopped the run is no longer why it stands still once it goes on.
+        if stopped {
+            self.clear_stop(run)?;
         }
         let mut writer = RunWriter::open(self, run, new, key, saved, None);
         // The effective contract is recorded before any page; a run that only lacks its

@@ -7,6 +7,8 @@ use crate::digest::Hash;
 use crate::receipt::{RunId, RunMeta};
 use crate::reconcile::{PageLog, Reconciler, Status};
 
+use super::stops::StopCause;
+
 /// The key of a collection's string dictionary: source and tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeKey(Vec<u8>);
@@ -77,6 +79,8 @@ pub struct RunSummary {
     pub started_at: String,
     /// RFC 3339, `None` while running.
     pub finished_at: Option<String>,
+    /// The error that stopped the run, while it is what left the run interrupted.
+    pub stopped_by: Option<StopCause>,
 }
 
 /// What `diff`, `missing`, `export` and `page` need of a run, read without its bitmaps.
@@ -105,6 +109,8 @@ pub struct RunHeader {
     pub snapshot_id: Option<String>,
     /// The source the run was started with.
     pub source_spec: Option<String>,
+    /// The error that stopped the run, while it is what left the run interrupted.
+    pub stopped_by: Option<StopCause>,
 }
 
 /// A run loaded whole from the store.

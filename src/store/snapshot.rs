@@ -58,6 +58,12 @@ impl<'s> Snapshot<'s> {
         self
     }
 
+    /// The engine and the read transaction, for the store's modules that read their own
+    /// tables (`stops`).
+    pub(super) fn parts(&self) -> (&'s Engine, &ReadTransaction) {
+        (self.engine, &self.txn)
+    }
+
     fn fail(&self, f: Failure) -> ReadError {
         f.into_read(self.engine.path())
     }
@@ -88,16 +94,23 @@ impl<'s> Snapshot<'s> {
                 Ok(out)
             })
             .map_err(|f| self.fail(f))?;
+        let stops = self.stops(None)?;
         let mut out = Vec::with_capacity(raw.len());
         for (run, bytes) in raw {
             let run = RunId(run);
             let rec = self.decode_run(run, &bytes)?;
             let contract = self.contract_of(run, &rec)?;
+            let state = self.state_of(run, rec.state);
             out.push(RunSummary {
                 run_id: run,
                 source: contract.scope.source,
                 tenant: contract.scope.tenant,
-                state: self.state_of(run, rec.state),
+                stopped_by: super::stops::shown(
+                    stops.get(&run.0),
+                    state,
+                    rec.progress.pages_observed,
+                ),
+                state,
                 coverage_status: rec.status,
                 pages_observed: rec.progress.pages_observed,
                 unique_ids_observed: rec.unique_ids,
@@ -171,14 +184,17 @@ impl<'s> Snapshot<'s> {
     pub fn header(&self, run: RunId) -> Result<RunHeader, ReadError> {
         let rec = self.record(run)?;
         let contract = self.contract_of(run, &rec)?;
+        let state = self.state_of(run, rec.state);
+        let stops = self.stops(Some(run))?;
         Ok(RunHeader {
             run_id: run,
+            stopped_by: super::stops::shown(stops.get(&run.0), state, rec.progress.pages_observed),
             id_prefix: rec
                 .progress
                 .id_prefix
                 .clone()
                 .or_else(|| contract.id_prefix.clone()),
-            state: self.state_of(run, rec.state),
+            state,
             coverage_status: rec.status,
             pages_observed: rec.progress.pages_observed,
             unique_ids_observed: rec.unique_ids,

@@ -391,6 +391,30 @@ impl<'s> RunWriter<'s> {
         Ok(())
     }
 
+    /// The run stops on an error (a source that cannot go on): what is pending and `cause`
+    /// are committed in one transaction and the writer goes, so the run reads as interrupted,
+    /// resumable from here, with the error beside it (`RunSummary::stopped_by`).
+    ///
+    /// # Errors
+    /// As [`RunWriter::checkpoint`].
+    pub fn stopped(
+        mut self,
+        rec: &Reconciler,
+        cause: &super::StopCause,
+        at_ms: u64,
+    ) -> Result<(), WriteError> {
+        self.ensure_key(rec, StoredState::Running)?;
+        let bytes = super::stops::encode(cause, at_ms);
+        let txn = self.store.write_txn()?;
+        let written = self
+            .write_state(&txn, rec, StoredState::Running, None)
+            .and_then(|()| super::stops::put(&self.store.engine, &txn, self.run, &bytes));
+        if let Err(f) = written {
+            return Err(self.store.poison(f));
+        }
+        self.store.commit(txn)
+    }
+
     /// Whether the run keeps (sealed) the request to continue from in `state`.
     fn keeps_request(&self, rec: &Reconciler, state: StoredState) -> bool {
         self.store.options.keep_cursors

@@ -17,7 +17,7 @@ use crate::util::{self, Env};
 
 /// Calls each `(tool, arguments)` on `scanledger --store STORE mcp`; returns each call's
 /// structured answer.
-fn mcp_calls(store: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+pub(crate) fn mcp_calls(store: &str, calls: &[(&str, Value)]) -> Vec<Value> {
     let mut child = Command::new(util::bin())
         .args(["--store", store, "mcp"])
         .stdin(Stdio::piped())

@@ -50,6 +50,7 @@ mod sqlcore;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod sqlite;
 mod stdout;
+mod stops;
 mod store_files;
 mod structure;
 mod util;

@@ -186,6 +186,9 @@ where
     )))
 }
 
+/// The digest of a page's items. They are protocol values (derived `Serialize`, string-keyed
+/// maps only), which always serialize; were one not to, every page would digest alike and
+/// read as a cursor that does not advance (a warning and the list's end), never as whole.
 fn digest_of<T: Serialize>(items: &[T]) -> Hash {
     sha256(&serde_json::to_vec(items).unwrap_or_default())
 }

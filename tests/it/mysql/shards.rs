@@ -351,3 +351,55 @@ fn a_mysql_shard_that_begins_after_the_lock_cannot_join() {
     ]);
     assert!(err.contains("make a new plan"), "{err}");
 }
+
+/// A shard's attempt resumed while the coordinator still holds the lock begins a new snapshot
+/// under it, joins the plan's and writes its `joined-K` again, as a first attempt does: the
+/// coordinator gives the lock up once every shard has joined, not at its timeout.
+#[test]
+fn a_resumed_mysql_shard_joins_while_the_lock_is_held() {
+    let Some(db) = db() else { return };
+    let t = table_of_40s(&db, "resumed");
+    let env = Env::new();
+    let source = env.source("src.json", &t, "id", "");
+    let contract = env.file(
+        "c.json",
+        &format!(r#"{{"source": "{t}", "page_size": 1000, "limits": {{"max_pages": 1}}}}"#),
+    );
+    let started = Instant::now();
+    let coord = coordinator(
+        &env,
+        &contract,
+        &source,
+        2,
+        &["--hold-snapshot", "--lock-timeout-seconds", "60"],
+    );
+    let plan = plan_path(&env);
+    let shard = |k: u32| {
+        let (code, _, err) = util::run(&[
+            "--store",
+            &store(&env, k),
+            "scan",
+            "--plan",
+            &plan,
+            "--shard",
+            &k.to_string(),
+        ]);
+        (code, err)
+    };
+    let joined = env.dir.path().join("plan/joined-0");
+    // A first attempt that stops at its page budget: it joined.
+    let (code, err) = shard(0);
+    assert_eq!(code, 3, "{err}");
+    assert!(joined.exists(), "{err}");
+    // Its retry continues the attempt, and joins again (its file taken away to tell).
+    std::fs::remove_file(&joined).unwrap();
+    let (_, err) = shard(0);
+    assert!(err.contains("continuing it"), "{err}");
+    assert!(joined.exists(), "the resumed attempt did not join: {err}");
+    let (code, err) = shard(1);
+    assert_eq!(code, 3, "{err}");
+    let (code, err) = ended(coord);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("every shard began its snapshot"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(50), "{err}");
+}
