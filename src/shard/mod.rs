@@ -10,9 +10,11 @@
 mod merge;
 mod plan;
 mod retry;
+mod stream;
 #[cfg(test)]
 mod tests;
 
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
 pub use retry::retry_shards;
+pub use stream::{merge_into, MergeError, MergedRun};
