@@ -1,9 +1,10 @@
 //! Shards: one scan cut into key ranges that ordinary job runners scan side by side, and
 //! merged back into one run whose receipt is the single scan's (docs/REFERENCE.md, shards).
 //!
-//! `plan` is pure (the plan file, its digest, the split of the key space); `merge` reads the
-//! shard stores through their `Snapshot`s and returns the merged state, which the caller
-//! records with `Store::write_merged`. Neither does network IO; the statistics a plan is cut
+//! `plan` is pure (the plan file, its digest, the split of the key space); `merge_into` reads
+//! the shard stores through their `Snapshot`s in bounded batches and streams the merged run
+//! into the merged store (`merge`, the same rules with the union in memory, returns the merged
+//! state for `Store::write_merged`). Neither does network IO; the statistics a plan is cut
 //! by and the snapshot a coordinator holds come from the source (`AnySource::key_bounds`,
 //! `AnySource::hold_snapshot`).
 
