@@ -1,6 +1,6 @@
 //! Merging a plan's shards: 64 shard stores holding 100 M dense IDs in all (by default),
-//! merged into one run as `scanledger merge` does (open every shard store read-only, check and
-//! unite them, write the merged run in one transaction).
+//! merged into one run as `scanledger merge` does (open every shard store read-only, stream
+//! their partitions into the merged run, committed in one transaction).
 //!
 //! Targets: at most 2 s and at most 512 MB peak RSS for 64 shards of 100 M dense IDs.
 //! Each merge runs in a child process (this binary, re-run with `--child`), which reports its
@@ -31,6 +31,17 @@ fn main() {
         .collect();
     if args.first().map(String::as_str) == Some("--child") {
         child(Path::new(&args[1]));
+        return;
+    }
+    if args.first().map(String::as_str) == Some("--setup") {
+        // `--setup DIR IDS SHARDS STEP`: the plan and shard stores only, kept in DIR, for
+        // benches/merge_memory.sh to merge with the release binary; the root in DIR/root.
+        let dir = Path::new(&args[1]);
+        let num = |i: usize, d: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+        std::fs::create_dir_all(dir).expect("setup dir");
+        let shards = u32::try_from(num(3, 64)).expect("shards");
+        let (_, root) = setup(dir, num(2, 100_000_000), shards, num(4, 1).max(1));
+        std::fs::write(dir.join("root"), root).expect("write root");
         return;
     }
     let n_ids: u64 = args
@@ -107,7 +118,11 @@ fn median(v: &mut [f64]) -> f64 {
 fn setup(dir: &Path, n_ids: u64, n_shards: u32, step: u64) -> (Plan, String) {
     let contract = Contract::new("customers");
     let n_ids_space = n_ids * step;
-    let mut whole = IdSet::new();
+    // The whole set's root, folded partition by partition (shards and their partitions
+    // come in order), and its size.
+    let mut whole = scanledger::digest::MerkleFold::new();
+    let mut whole_len = 0u64;
+    let mut scratch = Vec::new();
     let ranges = shard::split(0, n_ids_space - 1, n_shards).expect("split");
     let plan = Plan::new(
         &contract,
@@ -147,7 +162,8 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32, step: u64) -> (Plan, String) {
                 )
                 .expect("sorted");
             }
-            whole.set_partition(part, b.clone());
+            whole.push(&scanledger::digest::leaf_hash(part, &b, &mut scratch));
+            whole_len += b.len();
             ids.set_partition(part, b);
             part += 1;
         }
@@ -189,11 +205,8 @@ fn setup(dir: &Path, n_ids: u64, n_shards: u32, step: u64) -> (Plan, String) {
             .write_merged(&c, &rec, pages, None, 0, 1)
             .expect("write shard");
     }
-    assert_eq!(whole.len(), n_ids, "the shards hold every ID");
-    (
-        plan,
-        scanledger::digest::display(&scanledger::digest::merkle_root(&whole)),
-    )
+    assert_eq!(whole_len, n_ids, "the shards hold every ID");
+    (plan, scanledger::digest::display(&whole.root()))
 }
 
 /// One merge, as `scanledger merge` does it; prints seconds, VmHWM in kB and the root.
@@ -207,7 +220,7 @@ fn child(dir: &Path) {
     }
     let stores: Vec<Store> = paths
         .iter()
-        .map(|p| Store::open_read(p).expect("open shard"))
+        .map(|p| Store::open_read_streaming(p).expect("open shard"))
         .collect();
     let views: Vec<ShardStore<'_>> = stores
         .iter()
@@ -217,20 +230,12 @@ fn child(dir: &Path) {
             snapshot: s.read().expect("read"),
         })
         .collect();
-    let merged = shard::merge(&plan, &views).expect("merge");
+    let mut out = Store::open(&dir.join("merged.redb"), StoreOptions::new()).expect("out");
+    let run = shard::merge_into(&plan, &views, &mut out, || 1)
+        .expect("merge")
+        .run;
     drop(views);
     drop(stores);
-    let mut out = Store::open(&dir.join("merged.redb"), StoreOptions::new()).expect("out");
-    let run = out
-        .write_merged(
-            &plan.contract,
-            &merged.reconciler,
-            merged.pages,
-            Some(&merged.merged_from),
-            0,
-            1,
-        )
-        .expect("write");
     let receipt = out.read().expect("read").receipt(run).expect("receipt");
     assert_eq!(
         receipt.coverage_status,

@@ -319,36 +319,59 @@ pub fn leaves(set: &IdSet) -> Vec<(u64, Hash)> {
 /// yields the same tree as RFC 6962's split at the largest power of two below `n`.
 #[must_use]
 pub fn merkle_root_of_leaves<'a>(leaves: impl IntoIterator<Item = &'a Hash>) -> Hash {
-    // (height, hash); heights strictly decrease from bottom to top of the stack.
-    let mut stack: Vec<(u32, Hash)> = Vec::with_capacity(MERKLE_DEPTH_MAX);
-    let mut any = false;
+    let mut fold = MerkleFold::new();
     for leaf in leaves {
-        any = true;
+        fold.push(leaf);
+    }
+    fold.root()
+}
+
+/// [`merkle_root_of_leaves`] fed one leaf at a time, in order: what a reader that streams a
+/// set's partitions keeps (at most 64 subtree roots, whatever the number of leaves).
+#[derive(Debug, Clone, Default)]
+pub struct MerkleFold {
+    /// (height, hash); heights strictly decrease from bottom to top of the stack.
+    stack: Vec<(u32, Hash)>,
+}
+
+impl MerkleFold {
+    /// No leaf yet.
+    #[must_use]
+    pub fn new() -> MerkleFold {
+        MerkleFold {
+            stack: Vec::with_capacity(MERKLE_DEPTH_MAX),
+        }
+    }
+
+    /// The next leaf.
+    pub fn push(&mut self, leaf: &Hash) {
         let mut cur = (0u32, *leaf);
-        while let Some(&(height, top)) = stack.last() {
+        while let Some(&(height, top)) = self.stack.last() {
             if height != cur.0 {
                 break;
             }
-            stack.pop();
+            self.stack.pop();
             cur = (height + 1, node_hash(&top, &cur.1));
         }
         assert!(
-            stack.len() < MERKLE_DEPTH_MAX,
+            self.stack.len() < MERKLE_DEPTH_MAX,
             "merkle stack deeper than 2^64 leaves"
         );
-        stack.push(cur);
+        self.stack.push(cur);
     }
-    if !any {
-        return sha256(b"");
+
+    /// The root of the leaves pushed; `H("")` for none.
+    #[must_use]
+    pub fn root(mut self) -> Hash {
+        let mut acc = match self.stack.pop() {
+            Some((_, h)) => h,
+            None => return sha256(b""),
+        };
+        while let Some((_, left)) = self.stack.pop() {
+            acc = node_hash(&left, &acc);
+        }
+        acc
     }
-    let mut acc = match stack.pop() {
-        Some((_, h)) => h,
-        None => return sha256(b""),
-    };
-    while let Some((_, left)) = stack.pop() {
-        acc = node_hash(&left, &acc);
-    }
-    acc
 }
 
 /// The Merkle root of an ID set: a function of the set alone.

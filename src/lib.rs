@@ -137,8 +137,8 @@ pub use receipt::{
     ShardRange, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
 };
 pub use reconcile::{
-    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, Progress, Reconciler,
-    Request, Status, Step, Violation, ViolationKind,
+    ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, PartitionCheck, Progress,
+    Reconciler, Request, Status, Step, Violation, ViolationKind,
 };
 pub use report::{
     gather as gather_report, gather_migration as gather_migration_report, render as render_report,

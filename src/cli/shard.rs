@@ -621,7 +621,7 @@ pub(crate) fn merge(
     }
     let mut opened: Vec<(PathBuf, Store)> = Vec::with_capacity(shard_paths.len());
     for p in shard_paths {
-        let store = Store::open_read(p).map_err(CliError::from)?;
+        let store = Store::open_read_streaming(p).map_err(CliError::from)?;
         opened.push((p.clone(), store));
     }
     let mut views = Vec::with_capacity(opened.len());
@@ -631,18 +631,17 @@ pub(crate) fn merge(
             snapshot: store.read()?,
         });
     }
-    let merged = shard::merge(&plan, &views).map_err(CliError::from)?;
+    // Streamed: the shard stores are read partition by partition into the merged run,
+    // committed whole at its end.
+    let mut store = Store::open(target, StoreOptions::new()).map_err(CliError::from)?;
+    let merged =
+        shard::merge_into(&plan, &views, &mut store, scanledger::now_ms).map_err(|e| match e {
+            shard::MergeError::Read(e) => CliError::from(e),
+            shard::MergeError::Write(e) => CliError::from(e),
+        })?;
     drop(views);
     drop(opened);
-    let mut store = Store::open(target, StoreOptions::new()).map_err(CliError::from)?;
-    let run = store.write_merged(
-        &plan.contract,
-        &merged.reconciler,
-        merged.pages,
-        Some(&merged.merged_from),
-        merged.started_at_ms,
-        scanledger::now_ms(),
-    )?;
+    let run = merged.run;
     let receipt = store.read()?.receipt(run)?;
     drop(store);
     // The held snapshot is released by a verified merge only: after any other the shards

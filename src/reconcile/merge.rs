@@ -12,7 +12,7 @@
 //! never better than any absorbed shard's (its findings are carried, a shard without its
 //! terminal page leaves the merge without one, a spliced shard splices the merge).
 
-use super::{cursor_key, IdSet, PageLog, Reconciler, ViolationKind};
+use super::{cursor_key, IdSet, PageLog, Progress, Reconciler, ViolationKind};
 use crate::contract::Contract;
 use crate::digest;
 
@@ -39,7 +39,33 @@ impl Reconciler {
     /// A shard without its terminal page, or unfinished, leaves the merge without one; a
     /// spliced or unconfirmed high-water shard splices the merge.
     pub fn absorb_shard(&mut self, shard: &Reconciler, name: &str, pages: &[PageLog]) {
-        let p = shard.progress();
+        self.absorb_shard_progress(shard.progress(), name);
+        self.unite(shard);
+        let none = digest::cursor_hash(None);
+        for page in pages {
+            self.absorb_page(page);
+            if page.cursor_hash != none {
+                self.seen_cursors.insert(cursor_key(&page.cursor_hash));
+            }
+        }
+        // A union smaller than the items counts the rest as duplicates.
+        self.progress.duplicate_ids = self
+            .progress
+            .records_observed
+            .saturating_sub(self.ids.len());
+        if cfg!(debug_assertions) {
+            self.check_invariants();
+        }
+    }
+
+    /// What [`Reconciler::absorb_shard`] takes from a shard's progress alone: its findings
+    /// (on the merged page numbering: after the pages absorbed so far, each detail prefixed
+    /// with `name`), dropped findings, limits, terminal page, splice, prefix, bytes and echoed
+    /// total, and its label names (added to the merge's, in order of first sight). A streamed
+    /// merge calls it, then [`Reconciler::absorb_page`] for each of the shard's pages, and
+    /// unites the sets outside (the store's merged writer); returns, per label of the shard,
+    /// its index among the merge's labels.
+    pub fn absorb_shard_progress(&mut self, p: &Progress, name: &str) -> Vec<u32> {
         let offset = self.progress.pages_observed;
         for v in &p.violations {
             self.record(
@@ -70,24 +96,28 @@ impl Reconciler {
         if let Some(t) = p.echoed_total {
             q.echoed_total = Some(q.echoed_total.unwrap_or(0).saturating_add(t));
         }
-        self.unite(shard);
-        let none = digest::cursor_hash(None);
-        for page in pages {
-            let q = &mut self.progress;
-            q.pages_observed = q.pages_observed.saturating_add(1);
-            q.records_observed = q.records_observed.saturating_add(u64::from(page.n_items));
-            if page.cursor_hash != none {
-                self.seen_cursors.insert(cursor_key(&page.cursor_hash));
-            }
-        }
-        // A union smaller than the items counts the rest as duplicates.
-        self.progress.duplicate_ids = self
-            .progress
-            .records_observed
-            .saturating_sub(self.ids.len());
-        if cfg!(debug_assertions) {
-            self.check_invariants();
-        }
+        p.label_names
+            .iter()
+            .map(|name| {
+                let at = match self.progress.label_names.iter().position(|n| n == name) {
+                    Some(at) => at,
+                    None => {
+                        self.progress.label_names.push(name.clone());
+                        self.labels.push(IdSet::new());
+                        self.labels.len() - 1
+                    }
+                };
+                // Labels per run are bounded by LABELS_PER_RUN_MAX.
+                u32::try_from(at).unwrap_or(u32::MAX)
+            })
+            .collect()
+    }
+
+    /// Counts one absorbed page of a shard (after [`Reconciler::absorb_shard_progress`]).
+    pub fn absorb_page(&mut self, page: &PageLog) {
+        let q = &mut self.progress;
+        q.pages_observed = q.pages_observed.saturating_add(1);
+        q.records_observed = q.records_observed.saturating_add(u64::from(page.n_items));
     }
 
     /// Unites `shard`'s ID and label sets and content with the merge's. Partitions of
@@ -96,15 +126,10 @@ impl Reconciler {
     fn unite(&mut self, shard: &Reconciler) {
         unite_sets(&mut self.ids, &shard.ids);
         for (name, set) in shard.progress.label_names.iter().zip(&shard.labels) {
-            let at = match self.progress.label_names.iter().position(|n| n == name) {
-                Some(at) => at,
-                None => {
-                    self.progress.label_names.push(name.clone());
-                    self.labels.push(IdSet::new());
-                    self.labels.len() - 1
-                }
-            };
-            unite_sets(&mut self.labels[at], set);
+            // Named by `absorb_shard_progress` before.
+            if let Some(at) = self.progress.label_names.iter().position(|n| n == name) {
+                unite_sets(&mut self.labels[at], set);
+            }
         }
         for (leaf, acc) in &shard.content {
             self.content.insert(*leaf, *acc);
@@ -121,6 +146,61 @@ impl Reconciler {
         complete: bool,
         pages: &[PageLog],
     ) {
+        let chain = digest::chain_of(
+            &self.query_digest,
+            pinned_snapshot.as_deref(),
+            pages.iter().map(|p| &p.cursor_hash),
+        );
+        let mut check = PartitionCheck::new(self.settings.expected_partitions.as_deref());
+        for (p, b) in self.ids.partitions() {
+            check.see(p, b.len());
+        }
+        self.end(pinned_snapshot, complete, chain, self.ids.len(), check);
+        if cfg!(debug_assertions) {
+            self.check_invariants();
+        }
+    }
+
+    /// [`Reconciler::merge_end`] of a streamed merge, whose union the store holds: `chain` is
+    /// [`digest::chain_of`] over every absorbed page (see [`Reconciler::merge_chain_start`]),
+    /// `unique` the union's size, and `partitions` saw every partition of the union with its
+    /// count, in order. The duplicates are the items the union does not hold.
+    pub fn merge_end_streamed(
+        &mut self,
+        pinned_snapshot: Option<String>,
+        complete: bool,
+        chain: digest::Hash,
+        unique: u64,
+        partitions: PartitionCheck,
+    ) {
+        self.progress.duplicate_ids = self.progress.records_observed.saturating_sub(unique);
+        self.end(pinned_snapshot, complete, chain, unique, partitions);
+        if cfg!(debug_assertions) {
+            self.check_progress_of(unique);
+        }
+    }
+
+    /// Where a streamed merge's chain starts, for a merge pinned to `pinned_snapshot`: each
+    /// absorbed page's cursor hash follows with [`digest::chain_next`].
+    #[must_use]
+    pub fn merge_chain_start(&self, pinned_snapshot: Option<&str>) -> digest::Hash {
+        digest::chain_start(&self.query_digest, pinned_snapshot)
+    }
+
+    /// The expected partition counts a streamed merge's union is held against.
+    #[must_use]
+    pub fn merge_partition_check(&self) -> PartitionCheck {
+        PartitionCheck::new(self.settings.expected_partitions.as_deref())
+    }
+
+    fn end(
+        &mut self,
+        pinned_snapshot: Option<String>,
+        complete: bool,
+        chain: digest::Hash,
+        unique: u64,
+        partitions: PartitionCheck,
+    ) {
         let q = &mut self.progress;
         q.serving_snapshot.clone_from(&pinned_snapshot);
         q.pinned_snapshot = pinned_snapshot;
@@ -133,32 +213,21 @@ impl Reconciler {
                 format!("{duplicates} items of the shards repeat an ID already seen"),
             );
         }
-        self.progress.chain = digest::chain_of(
-            &self.query_digest,
-            self.progress.pinned_snapshot.as_deref(),
-            pages.iter().map(|p| &p.cursor_hash),
-        );
+        self.progress.chain = chain;
         let complete = self.progress.terminal_observed;
         if let Some(expected) = self.settings.expected_count {
-            if complete && self.ids.len() != expected {
-                let detail = format!(
-                    "the shards hold {} unique IDs, the contract expects {expected}",
-                    self.ids.len()
-                );
+            if complete && unique != expected {
+                let detail =
+                    format!("the shards hold {unique} unique IDs, the contract expects {expected}");
                 self.record(ViolationKind::CountMismatch, 0, detail);
             }
         }
         if complete {
-            if let Some(detail) =
-                partition_differences(self.settings.expected_partitions.as_deref(), &self.ids)
-            {
+            if let Some(detail) = partitions.finish() {
                 self.record(ViolationKind::PartitionMismatch, 0, detail);
             }
         }
         self.codec.set_prefix(self.progress.id_prefix.clone());
-        if cfg!(debug_assertions) {
-            self.check_invariants();
-        }
     }
 }
 
@@ -173,34 +242,78 @@ fn unite_sets(into: &mut IdSet, from: &IdSet) {
     }
 }
 
-/// The partitions whose count in `ids` differs from the contract's `expected_partitions` (an
-/// unlisted partition is expected empty), as R11 words them; `None` when all agree.
-fn partition_differences(expected: Option<&[(u64, u64)]>, ids: &IdSet) -> Option<String> {
-    const SHOWN_MAX: usize = 16;
-    let expected = expected?;
-    let mut differing = Vec::new();
-    let mut total = 0usize;
-    let mut note = |p: u64, want: u64, seen: u64| {
-        total += 1;
-        if differing.len() < SHOWN_MAX {
-            differing.push(format!("partition {p} (expected {want}, observed {seen})"));
-        }
-    };
-    for (p, n) in expected {
-        let seen = ids.partition(*p).map_or(0, roaring::RoaringBitmap::len);
-        if seen != *n {
-            note(*p, *n, seen);
+/// The partitions whose count in a merge's union differs from the contract's
+/// `expected_partitions` (an unlisted partition is expected empty), as R11 words them: fed
+/// the union's partitions in order ([`PartitionCheck::see`]), it keeps the contract's list
+/// and at most 16 differences shown, whatever the number of partitions.
+#[derive(Debug)]
+pub struct PartitionCheck {
+    /// The contract's (partition, count), with the count seen so far.
+    expected: Option<Vec<(u64, u64, u64)>>,
+    /// Differences of unlisted partitions: the first shown, and how many.
+    unlisted: Vec<String>,
+    unlisted_total: usize,
+}
+
+/// Differences a partition check shows.
+const SHOWN_MAX: usize = 16;
+
+impl PartitionCheck {
+    fn new(expected: Option<&[(u64, u64)]>) -> PartitionCheck {
+        PartitionCheck {
+            expected: expected.map(|e| e.iter().map(|(p, n)| (*p, *n, 0)).collect()),
+            unlisted: Vec::new(),
+            unlisted_total: 0,
         }
     }
-    for (p, b) in ids.partitions() {
-        if expected.binary_search_by_key(&p, |(q, _)| *q).is_err() {
-            note(p, 0, b.len());
+
+    /// Partition `p` of the union holds `count` IDs.
+    pub fn see(&mut self, p: u64, count: u64) {
+        let Some(expected) = &mut self.expected else {
+            return;
+        };
+        match expected.binary_search_by_key(&p, |(q, _, _)| *q) {
+            Ok(i) => {
+                // Every entry of `p` (a list read from a file may name one twice).
+                let first = expected[..i]
+                    .iter()
+                    .rposition(|e| e.0 != p)
+                    .map_or(0, |j| j + 1);
+                for e in expected[first..].iter_mut().take_while(|e| e.0 == p) {
+                    e.2 = count;
+                }
+            }
+            Err(_) => {
+                self.unlisted_total += 1;
+                if self.unlisted.len() < SHOWN_MAX {
+                    self.unlisted
+                        .push(format!("partition {p} (expected 0, observed {count})"));
+                }
+            }
         }
     }
-    (total > 0).then(|| {
-        format!(
-            "{total} partitions of the shards' union differ from the contract's counts: {}",
-            differing.join(", ")
-        )
-    })
+
+    /// The finding's detail; `None` when all agree (or the contract lists none).
+    fn finish(self) -> Option<String> {
+        let expected = self.expected?;
+        let mut differing = Vec::new();
+        let mut total = 0usize;
+        for (p, want, seen) in expected {
+            if seen != want {
+                total += 1;
+                if differing.len() < SHOWN_MAX {
+                    differing.push(format!("partition {p} (expected {want}, observed {seen})"));
+                }
+            }
+        }
+        total += self.unlisted_total;
+        let room = SHOWN_MAX - differing.len();
+        differing.extend(self.unlisted.into_iter().take(room));
+        (total > 0).then(|| {
+            format!(
+                "{total} partitions of the shards' union differ from the contract's counts: {}",
+                differing.join(", ")
+            )
+        })
+    }
 }

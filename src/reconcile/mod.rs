@@ -26,6 +26,8 @@ use crate::idset::IdSet;
 
 mod merge;
 mod observe;
+
+pub use merge::PartitionCheck;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -560,10 +562,16 @@ impl Reconciler {
 
     /// The progress's invariants (O(1)).
     fn check_progress(&self) {
+        self.check_progress_of(self.ids.len());
+    }
+
+    /// The progress's invariants for a run of `unique` IDs (a streamed merge's union is in
+    /// the store, not here).
+    fn check_progress_of(&self, unique: u64) {
         let p = &self.progress;
         assert_eq!(
             p.records_observed,
-            self.ids.len() + p.duplicate_ids,
+            unique + p.duplicate_ids,
             "records = unique + duplicates"
         );
         assert_eq!(self.labels.len(), p.label_names.len());

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use crate::contract::{Contract, KeyRange};
 use crate::digest;
 use crate::idset::{partition_of, IdSet, PARTITION_WIDTH};
-use crate::receipt::{MergedFrom, RunId, ShardEntry, ShardFinding, ShardRange};
+use crate::receipt::{MergedFrom, RunId, ShardEntry, ShardFinding};
 use crate::reconcile::{PageLog, Reconciler, ViolationKind};
 use crate::store::{ReadError, RunState, Snapshot};
 
@@ -53,10 +53,10 @@ pub struct Merged {
 }
 
 /// One attempt of a shard: where, which run, its state.
-struct Attempt {
-    store: usize,
-    run: RunId,
-    state: RunState,
+pub(super) struct Attempt {
+    pub(super) store: usize,
+    pub(super) run: RunId,
+    pub(super) state: RunState,
 }
 
 /// Merges the shard stores' runs under `plan`.
@@ -111,22 +111,22 @@ pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError
 }
 
 /// A merge under way: the merged run so far and what the merge keeps beside it.
-struct Merging {
-    reconciler: Reconciler,
-    /// The shards' page logs so far, renumbered.
-    pages: Vec<PageLog>,
+pub(super) struct Merging {
+    pub(super) reconciler: Reconciler,
+    /// The shards' page logs so far, renumbered (empty in a streamed merge).
+    pub(super) pages: Vec<PageLog>,
     /// Per shard so far, what the merge found and took.
-    outcomes: Vec<ShardEntry>,
-    started_at_ms: Option<u64>,
+    pub(super) outcomes: Vec<ShardEntry>,
+    pub(super) started_at_ms: Option<u64>,
     /// The snapshot each shard taken pinned.
-    snapshots: Vec<Option<String>>,
+    pub(super) snapshots: Vec<Option<String>>,
     /// Every shard so far was taken, and finished in its store.
-    all_taken: bool,
+    pub(super) all_taken: bool,
 }
 
 /// Every run of every store: an attempt of a shard of this plan (listed per shard), or a
 /// mismatch (recorded).
-fn attempts_of(
+pub(super) fn attempts_of(
     plan: &Plan,
     plan_digest: &str,
     stores: &[ShardStore<'_>],
@@ -200,56 +200,52 @@ impl Merging {
         range: KeyRange,
         list: &[Attempt],
     ) -> Result<(), ReadError> {
-        // Bounded by SHARDS_MAX.
-        let index = u32::try_from(k).unwrap_or(u32::MAX);
-        let mut outcome = ShardEntry {
-            index,
-            key_range: ShardRange {
-                lo: range.lo,
-                hi: range.hi,
-            },
-            finding: ShardFinding::Missing,
-            store: None,
-            run_id: None,
-            coverage_status: None,
-            unique_ids_observed: 0,
-            merkle_root: None,
-        };
-        let a = match list {
-            [] => {
-                self.reconciler.merge_finding(
-                    ViolationKind::ShardMissing,
-                    0,
-                    format!("shard {k} has no run in the shard stores"),
-                );
-                None
+        let outcome = match list {
+            [one] => {
+                let mut outcome = super::stream::entry(k, range);
+                self.take(plan, &stores[one.store], one, k, range, &mut outcome)?;
+                outcome
             }
-            [one] => Some(one),
-            several => {
-                outcome.finding = ShardFinding::Conflict;
-                let names: Vec<String> = several
-                    .iter()
-                    .map(|a| format!("{} {}", stores[a.store].path.display(), a.run))
-                    .collect();
-                self.reconciler.merge_finding(
-                    ViolationKind::ShardConflict,
-                    0,
-                    format!(
-                        "shard {k} has {} attempts ({}); exactly one is merged",
-                        several.len(),
-                        names.join(", ")
-                    ),
-                );
-                None
-            }
+            list => self.not_taken(stores, k, range, list),
         };
-        if let Some(a) = a {
-            self.take(plan, &stores[a.store], a, k, range, &mut outcome)?;
-        } else {
-            self.all_taken = false;
-        }
         self.outcomes.push(outcome);
         Ok(())
+    }
+
+    /// Shard `k`, over `range`, without exactly one attempt (`list`): the finding that it is
+    /// missing, or that its attempts conflict; its list entry.
+    pub(super) fn not_taken(
+        &mut self,
+        stores: &[ShardStore<'_>],
+        k: usize,
+        range: KeyRange,
+        list: &[Attempt],
+    ) -> ShardEntry {
+        let mut outcome = super::stream::entry(k, range);
+        self.all_taken = false;
+        if list.is_empty() {
+            self.reconciler.merge_finding(
+                ViolationKind::ShardMissing,
+                0,
+                format!("shard {k} has no run in the shard stores"),
+            );
+            return outcome;
+        }
+        outcome.finding = ShardFinding::Conflict;
+        let names: Vec<String> = list
+            .iter()
+            .map(|a| format!("{} {}", stores[a.store].path.display(), a.run))
+            .collect();
+        self.reconciler.merge_finding(
+            ViolationKind::ShardConflict,
+            0,
+            format!(
+                "shard {k} has {} attempts ({}); exactly one is merged",
+                list.len(),
+                names.join(", ")
+            ),
+        );
+        outcome
     }
 
     /// Takes attempt `a` of shard `k` from `store`: checks it, absorbs it into the merged run.
@@ -335,9 +331,35 @@ impl Merging {
 /// The first ID of `ids` outside `range`, if any: only the partitions at and past the range's
 /// ends are looked into.
 fn first_outside(ids: &IdSet, range: KeyRange) -> Option<u64> {
-    let lo_part = partition_of(range.lo);
-    let hi_part = partition_of(range.last());
+    let first = FirstOutside::new(range);
     for (part, bitmap) in ids.partitions() {
+        if let Some(id) = first.see(part, bitmap) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// The first ID outside a shard's range, found as its partitions come in order: only the
+/// partitions at and past the range's ends are looked into.
+pub(super) struct FirstOutside {
+    range: KeyRange,
+    lo_part: u64,
+    hi_part: u64,
+}
+
+impl FirstOutside {
+    pub(super) fn new(range: KeyRange) -> FirstOutside {
+        FirstOutside {
+            range,
+            lo_part: partition_of(range.lo),
+            hi_part: partition_of(range.last()),
+        }
+    }
+
+    /// The first ID of partition `part` outside the range, if any.
+    pub(super) fn see(&self, part: u64, bitmap: &roaring::RoaringBitmap) -> Option<u64> {
+        let (lo_part, hi_part, range) = (self.lo_part, self.hi_part, self.range);
         if part < lo_part || part > hi_part {
             let low = bitmap.min()?;
             return Some(part * PARTITION_WIDTH + u64::from(low));
@@ -350,6 +372,6 @@ fn first_outside(ids: &IdSet, range: KeyRange) -> Option<u64> {
                 }
             }
         }
+        None
     }
-    None
 }

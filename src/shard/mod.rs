@@ -1,18 +1,20 @@
 //! Shards: one scan cut into key ranges that ordinary job runners scan side by side, and
 //! merged back into one run whose receipt is the single scan's (docs/REFERENCE.md, shards).
 //!
-//! `plan` is pure (the plan file, its digest, the split of the key space); `merge` reads the
-//! shard stores through their `Snapshot`s and returns the merged state, which the caller
-//! records with `Store::write_merged`. Neither does network IO; the statistics a plan is cut
-//! by come from the source (`AnySource::key_bounds`). `sync` is the held snapshot's part of a
-//! runner, through the source: the coordinator's hold and its wait for the shards' `joined-K`,
-//! and a shard's join.
+//! `plan` is pure (the plan file, its digest, the split of the key space); `merge_into` reads
+//! the shard stores through their `Snapshot`s in bounded batches and streams the merged run
+//! into the merged store (`merge`, the same rules with the union in memory, returns the merged
+//! state for `Store::write_merged`). Neither does network IO; the statistics a plan is cut by
+//! come from the source (`AnySource::key_bounds`, `AnySource::key_cuts`). `sync` is the held
+//! snapshot's part of a runner, through the source: the coordinator's hold and its wait for
+//! the shards' `joined-K`, and a shard's join.
 
 mod merge;
 mod plan;
 mod retry;
 mod runner;
 mod sync;
+mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -23,3 +25,4 @@ pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError,
 pub use sync::{
     hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
 };
+pub use stream::{merge_into, MergeError, MergedRun};

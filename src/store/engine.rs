@@ -28,7 +28,7 @@ use super::schema;
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 /// Bytes of page cache redb may keep: the scan's working set is the pages a checkpoint
 /// touches, so a small cache costs nothing and keeps the process's memory flat.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 enum Db {
     Write(Database),
@@ -136,6 +136,17 @@ impl Engine {
         force_copy: bool,
         on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
     ) -> Result<Engine, OpenError> {
+        Engine::open_reader_cached(path, force_copy, on_copy, CACHE_BYTES)
+    }
+
+    /// [`Engine::open_reader`] with a page cache of `cache_bytes` for a file read without a
+    /// private copy: a reader that reads each page once (a merge's shard store) keeps little.
+    pub(crate) fn open_reader_cached(
+        path: &Path,
+        force_copy: bool,
+        on_copy: impl FnOnce(&Engine) -> Result<(), OpenError>,
+        cache_bytes: usize,
+    ) -> Result<Engine, OpenError> {
         wait_while_created(path)?;
         if !classify_path(path, false)? {
             return Err(OpenError::NotFound {
@@ -144,7 +155,7 @@ impl Engine {
         }
         check_redb_magic(path)?;
         if !force_copy {
-            match open_read_only(path) {
+            match open_read_only(path, cache_bytes) {
                 Ok((db, file)) => {
                     let engine = Engine::read_only(db, file, path);
                     schema::check(&engine)?;
@@ -737,12 +748,15 @@ impl Engine {
     }
 }
 
-fn open_read_only(path: &Path) -> Result<(ReadOnlyDatabase, FileHandle), Opened> {
+fn open_read_only(
+    path: &Path,
+    cache_bytes: usize,
+) -> Result<(ReadOnlyDatabase, FileHandle), Opened> {
     let file =
         std::fs::File::open(path).map_err(|e| Opened::Failed(io_open_error(path, "open", e)))?;
     let handle = FileHandle::new(file).map_err(|e| Opened::Failed(db_open_error(path, e)))?;
     let mut builder = Database::builder();
-    builder.set_cache_size(CACHE_BYTES);
+    builder.set_cache_size(cache_bytes);
     builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
     match contain_open(path, || {
         builder.open_read_only_with_backend(handle.backend())
@@ -757,7 +771,7 @@ fn open_read_only(path: &Path) -> Result<(ReadOnlyDatabase, FileHandle), Opened>
 /// Proves an existing file is a scanledger store this build reads, without writing it: by a
 /// read-only open, or, when the file needs repair, on a repaired private copy.
 fn prove_ours(path: &Path) -> Result<(), OpenError> {
-    match open_read_only(path) {
+    match open_read_only(path, CACHE_BYTES) {
         Ok((db, file)) => schema::check(&Engine::read_only(db, file, path)),
         Err(Opened::NeedsRepair) => {
             let copy = TempCopy::of(path)?;

@@ -39,6 +39,7 @@ mod fold;
 mod journal;
 mod keys;
 mod maintenance;
+mod merged;
 mod options;
 mod records;
 mod run;
@@ -57,6 +58,7 @@ mod writer;
 
 pub use engine::inside_engine_call;
 pub use error::{Cause, OpenError, ReadError, WriteError};
+pub(crate) use merged::{MergedWriter, PARTITION_BATCH, RECORD_BATCH};
 pub use options::StoreOptions;
 pub use run::{LoadedRun, Raise, RunHeader, RunState, RunSummary, ScopeKey};
 pub use schema::{FORMAT_VERSION, TOKEN_KEY_LEN};
@@ -226,9 +228,22 @@ impl Store {
     /// # Errors
     /// `OpenError` naming the path and the problem.
     pub fn open_read(path: &Path) -> Result<Store, OpenError> {
+        Store::open_read_cached(path, engine::CACHE_BYTES)
+    }
+
+    /// [`Store::open_read`] keeping a page cache of about 1 MiB: for a reader that reads each
+    /// page once, as `merge` reads its shard stores (many at once, each read whole).
+    ///
+    /// # Errors
+    /// As [`Store::open_read`].
+    pub fn open_read_streaming(path: &Path) -> Result<Store, OpenError> {
+        Store::open_read_cached(path, 1 << 20)
+    }
+
+    fn open_read_cached(path: &Path, cache_bytes: usize) -> Result<Store, OpenError> {
         let files = fold::FileJournal::beside(path);
         let on_copy = |copy: &Engine| fold::fold_copy(copy, &files).map_err(|f| f.into_open(path));
-        let engine = Engine::open_reader(path, false, on_copy)?;
+        let engine = Engine::open_reader_cached(path, false, on_copy, cache_bytes)?;
         let key_files = || Box::new(fold::FileJournal::keys_beside(path));
         if engine.recovered_copy() || backend::writer_is_live(path) {
             return Ok(Store::reader(engine, key_files()));

@@ -26,8 +26,8 @@ use super::keys::KeyMap;
 
 /// A read view of a store: one read transaction.
 pub struct Snapshot<'s> {
-    engine: &'s Engine,
-    txn: ReadTransaction,
+    pub(super) engine: &'s Engine,
+    pub(super) txn: ReadTransaction,
     /// The per-run cursor keys of the key file beside the store (`keys.rs`).
     keys: KeyMap,
 }
@@ -64,11 +64,11 @@ impl<'s> Snapshot<'s> {
         (self.engine, &self.txn)
     }
 
-    fn fail(&self, f: Failure) -> ReadError {
+    pub(super) fn fail(&self, f: Failure) -> ReadError {
         f.into_read(self.engine.path())
     }
 
-    fn damaged(&self, table: &str, run: Option<RunId>, what: &str) -> ReadError {
+    pub(crate) fn damaged(&self, table: &str, run: Option<RunId>, what: &str) -> ReadError {
         let what = match run {
             Some(r) => format!("table {table}, {r}: {what}"),
             None => format!("table {table}: {what}"),
@@ -277,13 +277,18 @@ impl<'s> Snapshot<'s> {
         Ok(set)
     }
 
-    fn bitmap(&self, table: &str, run: RunId, bytes: &[u8]) -> Result<RoaringBitmap, ReadError> {
+    pub(super) fn bitmap(
+        &self,
+        table: &str,
+        run: RunId,
+        bytes: &[u8],
+    ) -> Result<RoaringBitmap, ReadError> {
         records::decode_bitmap(bytes)
             .ok_or_else(|| self.damaged(table, Some(run), "a partition bitmap does not decode"))
     }
 
     /// A partition index past the u64 ID space is damage, not data.
-    fn check_partition(&self, table: &str, run: RunId, p: u64) -> Result<(), ReadError> {
+    pub(super) fn check_partition(&self, table: &str, run: RunId, p: u64) -> Result<(), ReadError> {
         if p > u64::MAX >> PARTITION_BITS {
             return Err(self.damaged(table, Some(run), "a partition index past the ID space"));
         }

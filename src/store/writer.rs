@@ -641,7 +641,11 @@ pub(crate) fn run_root(rec: &Reconciler) -> Hash {
     crate::receipt::merkle_root_of(rec.ids(), rec.codec()).0
 }
 
-fn allocate_run(store: &Store, txn: &WriteTransaction, new: &NewRun) -> Result<RunId, Failure> {
+pub(super) fn allocate_run(
+    store: &Store,
+    txn: &WriteTransaction,
+    new: &NewRun,
+) -> Result<RunId, Failure> {
     let engine = &store.engine;
     let (counter, last) =
         engine.contain("read the run counter", || -> Result<_, redb::Error> {

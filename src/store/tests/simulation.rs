@@ -453,6 +453,14 @@ fn sharded(
         .collect::<Result<Vec<_>, ReadError>>()
         .map_err(|e| format!("{what}: read a shard store: {e}"))?;
     let merged = crate::shard::merge(&plan, &views).map_err(|e| format!("{what}: merge: {e}"))?;
+    // The streamed merge, into a store of its own: the same run, field for field.
+    let streamed_disk = SimDisk::new();
+    let mut streamed = Store::open_simulated(&streamed_disk, StoreOptions::new())
+        .map_err(|e| format!("{what}: streamed store: {e}"))?;
+    let started = merged.started_at_ms;
+    let streamed_run = crate::shard::merge_into(&plan, &views, &mut streamed, || started)
+        .map_err(|e| format!("{what}: streamed merge: {e}"))?
+        .run;
     drop(views);
     let disk = SimDisk::new();
     let mut target = Store::open_simulated(&disk, StoreOptions::new())
@@ -467,10 +475,49 @@ fn sharded(
             merged.started_at_ms,
         )
         .map_err(|e| format!("{what}: write the merged run: {e}"))?;
-    target
-        .read()
-        .and_then(|s| s.receipt(run))
+    let a = target.read().map_err(|e| format!("{what}: {e}"))?;
+    let b = streamed.read().map_err(|e| format!("{what}: {e}"))?;
+    same_run(&a, run, &b, streamed_run).map_err(|e| format!("{what}: streamed merge: {e}"))?;
+    a.receipt(run)
         .map_err(|e| format!("{what}: merged receipt: {e}"))
+}
+
+/// The run `ra` of `a` and `rb` of `b` are the same: receipt, page log, ID and label sets,
+/// content, leaves.
+fn same_run(a: &Snapshot<'_>, ra: RunId, b: &Snapshot<'_>, rb: RunId) -> Result<(), String> {
+    let text = |e: ReadError| e.to_string();
+    let (x, y) = (a.receipt(ra).map_err(text)?, b.receipt(rb).map_err(text)?);
+    let (x, y) = (
+        serde_json::to_value(&x).map_err(|e| e.to_string())?,
+        serde_json::to_value(&y).map_err(|e| e.to_string())?,
+    );
+    if x != y {
+        return Err(format!("receipts differ:\n{x}\n{y}"));
+    }
+    let (la, lb) = (a.load(ra).map_err(text)?, b.load(rb).map_err(text)?);
+    let (p, q) = (la.reconciler.progress(), lb.reconciler.progress());
+    if p != q {
+        return Err(format!("progress differs:\n{p:?}\n{q:?}"));
+    }
+    if la.reconciler.ids() != lb.reconciler.ids() {
+        return Err("ID sets differ".into());
+    }
+    if la.reconciler.labels() != lb.reconciler.labels() {
+        return Err("label sets differ".into());
+    }
+    if la.reconciler.content() != lb.reconciler.content() {
+        return Err("content differs".into());
+    }
+    if la.pages != lb.pages {
+        return Err("page logs differ".into());
+    }
+    if a.leaves(ra).map_err(text)? != b.leaves(rb).map_err(text)? {
+        return Err("leaves differ".into());
+    }
+    if la.stored_root != lb.stored_root {
+        return Err("roots differ".into());
+    }
+    Ok(())
 }
 
 #[test]
