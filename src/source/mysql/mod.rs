@@ -34,8 +34,8 @@ use mysql_async::{Conn, Row};
 
 use super::sql::config::SqlConfig;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, Role,
-    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
+    Step, Stmt, StmtId, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::PageRows;
@@ -493,22 +493,7 @@ impl Dialect for MyDialect {
     /// Rows stream: the flag "equal to the bound under the order" (0 on a first page), the
     /// key, the labels, the content columns.
     fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
-        sql.push("SELECT ");
-        if q.after {
-            sql.push(q.key).push(" = ").param(Role::Bound);
-        } else {
-            sql.push("0");
-        }
-        sql.push(", ").push(q.key);
-        for c in q.columns {
-            sql.push(", ").push(c);
-        }
-        sql.push(" FROM ").push(q.from);
-        q.filter(sql);
-        sql.push(" ORDER BY ")
-            .push(q.key)
-            .push(" LIMIT ")
-            .param(Role::Limit);
+        q.rows_sql(sql);
     }
 
     async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {

@@ -181,6 +181,28 @@ pub(crate) struct PageQuery<'a> {
 
 impl PageQuery<'_> {
     /// Writes ` WHERE ...` (the scope, the span, the bound), or nothing.
+    /// A page as rows, for a dialect that streams them: the flag "equal to the bound under
+    /// the order" (0 on a first page), the key, the labels, the content columns, ordered by
+    /// the key and limited.
+    pub(crate) fn rows_sql(&self, sql: &mut SqlText) {
+        sql.push("SELECT ");
+        if self.after {
+            sql.push(self.key).push(" = ").param(Role::Bound);
+        } else {
+            sql.push("0");
+        }
+        sql.push(", ").push(self.key);
+        for c in self.columns {
+            sql.push(", ").push(c);
+        }
+        sql.push(" FROM ").push(self.from);
+        self.filter(sql);
+        sql.push(" ORDER BY ")
+            .push(self.key)
+            .push(" LIMIT ")
+            .param(Role::Limit);
+    }
+
     pub(crate) fn filter(&self, sql: &mut SqlText) {
         let mut first = true;
         let mut and = |sql: &mut SqlText| {
