@@ -66,23 +66,7 @@ pub(super) struct Attempt {
 /// store the merge could not read whole.
 pub fn merge(plan: &Plan, stores: &[ShardStore<'_>]) -> Result<Merged, ReadError> {
     let plan_digest = plan.digest();
-    let mut m = Merging {
-        reconciler: Reconciler::merge_start(&plan.contract),
-        pages: Vec::new(),
-        outcomes: Vec::with_capacity(plan.shards.len()),
-        started_at_ms: None,
-        snapshots: Vec::new(),
-        all_taken: true,
-    };
-    // The plan's ranges cover the key space, no ID in two shards and none in no shard (a plan
-    // read from its file was checked; one made in code may not have been).
-    if let Err(gap) = super::plan::check_shards(&plan.shards) {
-        m.reconciler.merge_finding(
-            ViolationKind::ShardMismatch,
-            0,
-            format!("the plan's shards do not cover the key space: {gap}"),
-        );
-    }
+    let mut m = Merging::start(plan);
     let attempts = attempts_of(plan, &plan_digest, stores, &mut m.reconciler)?;
     for (k, range) in plan.shards.iter().enumerate() {
         m.shard(plan, stores, k, *range, &attempts[k])?;
@@ -190,6 +174,28 @@ fn mismatch(plan: &Plan, plan_digest: &str, c: &Contract) -> Option<String> {
 }
 
 impl Merging {
+    /// A merge of `plan` begun: nothing absorbed yet, and the finding that the plan's ranges
+    /// do not cover the key space when they do not (no ID in two shards and none in no shard;
+    /// a plan read from its file was checked, one made in code may not have been).
+    pub(super) fn start(plan: &Plan) -> Merging {
+        let mut m = Merging {
+            reconciler: Reconciler::merge_start(&plan.contract),
+            pages: Vec::new(),
+            outcomes: Vec::with_capacity(plan.shards.len()),
+            started_at_ms: None,
+            snapshots: Vec::new(),
+            all_taken: true,
+        };
+        if let Err(gap) = super::plan::check_shards(&plan.shards) {
+            m.reconciler.merge_finding(
+                ViolationKind::ShardMismatch,
+                0,
+                format!("the plan's shards do not cover the key space: {gap}"),
+            );
+        }
+        m
+    }
+
     /// Shard `k` of the plan, over `range`: its one attempt taken and absorbed, or the
     /// finding that none can be.
     fn shard(

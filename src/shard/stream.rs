@@ -18,7 +18,7 @@
 use crate::contract::{IdCodecKind, KeyRange};
 use crate::digest::{self, Hash, MerkleFold};
 use crate::receipt::{MergedFrom, RunId, ShardEntry, ShardFinding, ShardRange};
-use crate::reconcile::{Reconciler, ViolationKind};
+use crate::reconcile::ViolationKind;
 use crate::store::{
     MergedWriter, ReadError, RunState, Store, WriteError, PARTITION_BATCH, RECORD_BATCH,
 };
@@ -79,21 +79,7 @@ pub fn merge_into(
         });
     }
     let plan_digest = plan.digest();
-    let mut m = Merging {
-        reconciler: Reconciler::merge_start(&plan.contract),
-        pages: Vec::new(),
-        outcomes: Vec::with_capacity(plan.shards.len()),
-        started_at_ms: None,
-        snapshots: Vec::new(),
-        all_taken: true,
-    };
-    if let Err(gap) = super::plan::check_shards(&plan.shards) {
-        m.reconciler.merge_finding(
-            ViolationKind::ShardMismatch,
-            0,
-            format!("the plan's shards do not cover the key space: {gap}"),
-        );
-    }
+    let mut m = Merging::start(plan);
     let attempts = attempts_of(plan, &plan_digest, stores, &mut m.reconciler)?;
     let pinned = pinned_snapshot(plan, stores, &attempts)?;
     let mut w = target.begin_merged(&plan.contract, 0)?;
