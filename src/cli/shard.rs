@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "postgres")]
 use std::time::{Duration, Instant};
 
-use scanledger::shard::{self, Plan, ShardStore, Split};
+use scanledger::shard::{self, Plan, ShardStore};
 use scanledger::{AnySource, Contract, Error, IdCodecKind, Status, Store, StoreOptions};
 
 use super::error::CliError;
@@ -118,30 +118,13 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     // The split first: a MySQL/MariaDB key sample is one read of the key column, which no
     // writer should wait for under the coordinator's read lock. (A PostgreSQL snapshot begun
     // here is the one held.)
-    let (split_by, lo, last) = match &args.key_space {
-        Some(text) => {
-            let (lo, hi) = parse_key_space(text)?;
-            ("given", lo, hi)
-        }
-        None => match rt
-            .block_on(source.key_bounds())
-            .map_err(|e| fetch_error("reading the key's bounds", &e))?
-        {
-            Some((lo, hi)) => ("min_max", lo, hi),
-            None => ("equal_width", 0, u64::MAX - 1),
-        },
-    };
-    let cuts = match split_by {
-        "min_max" => rt
-            .block_on(source.key_cuts(lo, last, args.shards))
-            .map_err(|e| fetch_error("reading the key's statistics", &e))?,
-        _ => None,
-    };
-    let (split_by, ranges) = match cuts {
-        Some((by, cuts)) => (by, shard::split_at(&cuts)),
-        None => (split_by, shard::split(lo, last, args.shards)),
-    };
-    let ranges = ranges.map_err(|m| CliError::usage(m).with_field("--shards"))?;
+    let key_space = args.key_space.as_deref().map(parse_key_space).transpose()?;
+    let (split, ranges) = rt
+        .block_on(shard::split_for(&mut source, key_space, args.shards))
+        .map_err(|e| match e {
+            shard::SplitError::Source { what, error } => fetch_error(what, &error),
+            other => CliError::usage(other.to_string()).with_field("--shards"),
+        })?;
     // Writers wait from here while a MySQL/MariaDB coordinator holds its read lock.
     let locked_at = std::time::Instant::now();
     let held = if args.hold_snapshot {
@@ -160,11 +143,7 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
         &args.source,
         snapshot_id,
         held.is_some(),
-        Split {
-            by: split_by.to_owned(),
-            lo,
-            last,
-        },
+        split,
         ranges,
         scanledger::rfc3339(scanledger::now_ms()),
         random_hex16()?,

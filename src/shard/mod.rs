@@ -13,6 +13,7 @@ mod merge;
 mod plan;
 mod retry;
 mod runner;
+mod split;
 mod stream;
 mod sync;
 #[cfg(test)]
@@ -22,6 +23,7 @@ pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, split_at, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
 pub use retry::retry_shards;
 pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError, SHARD_ENV};
+pub use split::{split_for, SplitError};
 pub use stream::{merge_into, MergeError, MergedRun};
 pub use sync::{
     hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
