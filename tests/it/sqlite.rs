@@ -205,3 +205,105 @@ fn a_reread_of_both_sides_names_the_changed_rows() {
     assert_eq!(v["changed_count"], 2, "{v}");
     assert_eq!(v["changed_ids"], json!([12, 1500]), "{v}");
 }
+
+/// A SIGKILL in the middle of the one-command form from SQLite, then the same command again:
+/// both sides continue (the SQLite read transaction died with the process, so its run restarts
+/// from the first key, linked to the killed one) and the verdict, keys and roots are those of
+/// the uninterrupted command.
+#[test]
+fn a_sigkill_then_the_same_command_from_sqlite_gives_the_uninterrupted_verdict() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let Some(pg) = Pg::server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_db(dir.path());
+    let t = pg_table(&pg, "kill", &[777]);
+    pg.exec(&format!("UPDATE {} SET mail = 'x' WHERE id = 1999", t.name));
+    let (from, to) = sides(&db, &t);
+    let content = ["--content", "amount,email=mail,ts", "--all"];
+    let (code, whole, err) = verify(dir.path(), "w.redb", &from, &to, &content);
+    assert_eq!(code, 4, "{err} {whole}");
+    assert_eq!(whole["changed_ids"], json!([1999]), "{whole}");
+    // Slow pages, so the kill lands in the middle of both scans.
+    let slow = |s: &str| format!("{s}&page_delay_ms=100");
+    let (from, to) = (slow(&from), slow(&to));
+    let store = dir.path().join("k.redb").to_string_lossy().into_owned();
+    let contract = util::write(
+        dir.path(),
+        "c.json",
+        r#"{"source": "orders", "page_size": 100, "on_expired_cursor": "restart"}"#,
+    );
+    let mut args = vec![
+        "--store",
+        &store,
+        "--json",
+        "migration",
+        "verify",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--contract",
+        &contract,
+    ];
+    args.extend_from_slice(&content);
+    let mut child = Command::new(util::bin())
+        .args(&args)
+        .arg("--ack-pages")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let acked = stderr
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.starts_with("ack run-1 page "))
+        .take(3)
+        .count();
+    assert_eq!(acked, 3, "the scans acknowledged pages");
+    child.kill().unwrap(); // SIGKILL
+    assert!(
+        !child.wait().unwrap().success(),
+        "the command ended before the kill"
+    );
+    for s in ["k.redb", "k.to.redb"] {
+        let (_, runs, _) = util::run(&[
+            "--store",
+            &dir.path().join(s).to_string_lossy(),
+            "--json",
+            "runs",
+        ]);
+        let runs: Value = serde_json::from_str(&runs).unwrap();
+        assert_eq!(runs["runs"][0]["state"], "interrupted", "{s}: {runs}");
+    }
+    let (code, again, err) = util::run(&args);
+    let again: Value = serde_json::from_str(&again).unwrap_or(Value::Null);
+    assert_eq!(code, 4, "{err} {again}");
+    let essence = |v: &Value| {
+        json!([
+            v["verdict"],
+            v["missing_ranges"],
+            v["extra_count"],
+            v["changed_ids"],
+            v["from"]["unique_ids_observed"],
+            v["from"]["merkle_root"],
+            v["from"]["content_root"],
+            v["to"]["unique_ids_observed"],
+            v["to"]["merkle_root"],
+            v["to"]["content_root"],
+        ])
+    };
+    assert_eq!(essence(&again), essence(&whole));
+    assert_eq!(again["missing_ranges"], json!(["777..777"]), "{again}");
+    // The SQLite side's killed run was continued as a restart, not left behind.
+    let (_, runs, _) = util::run(&["--store", &store, "--json", "runs"]);
+    let runs: Value = serde_json::from_str(&runs).unwrap();
+    let states: Vec<&str> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["finished", "superseded"], "{runs}");
+}

@@ -49,8 +49,17 @@ impl Connect for MyConnect {
         let opts = Opts::from_url(dsn).map_err(|e| format!("dsn: {}", url_problem(&e)))?;
         // A DSN names a TCP server; the driver would otherwise switch to a local socket it
         // discovers, and a user granted for 127.0.0.1 may not be granted for localhost.
-        let opts: Opts = OptsBuilder::from_opts(opts).prefer_socket(false).into();
-        Ok(MyConnect { opts })
+        let mut builder = OptsBuilder::from_opts(opts.clone()).prefer_socket(false);
+        if opts.pass().is_none() {
+            let env = |k: &str| std::env::var(k).ok();
+            let file = crate::source::sql::passfile::mycnf_path(&env);
+            if let Some(pw) = file.and_then(|f| crate::source::sql::passfile::mycnf_password(&f)) {
+                builder = builder.pass(Some(pw));
+            }
+        }
+        Ok(MyConnect {
+            opts: builder.into(),
+        })
     }
 
     /// `mysql://USER@HOST:PORT/DB` without the password.

@@ -63,7 +63,12 @@ impl Connect for PgConnect {
     }
 
     fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<PgConnect, String> {
-        let config = parse_dsn(dsn)?;
+        let mut config = parse_dsn(dsn)?;
+        if config.get_password().is_none() {
+            if let Some(pw) = pgpass(&config, &|k| std::env::var(k).ok()) {
+                config.password(pw);
+            }
+        }
         // A relative certificate path is relative to the config file, so a resume started
         // from another directory reads the same file.
         let rootcert = crate::source::sql::config::string(obj, "sslrootcert")?.map(|p| {
@@ -107,6 +112,24 @@ impl Connect for PgConnect {
     fn database(&self) -> Option<&str> {
         self.config.get_dbname()
     }
+}
+
+/// The password `.pgpass` gives the DSN's first host, as libpq reads it (a Unix socket is
+/// `localhost`, the database defaults to the user's name).
+fn pgpass(config: &tokio_postgres::Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    use crate::source::sql::passfile;
+    let user = config.get_user()?;
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.as_str(),
+        _ => "localhost",
+    };
+    let target = passfile::Target {
+        host,
+        port: config.get_ports().first().copied().unwrap_or(5432),
+        database: config.get_dbname().unwrap_or(user),
+        user,
+    };
+    passfile::pgpass_password(&passfile::pgpass_path(env)?, target)
 }
 
 /// Parses a DSN (URL or key=value). The driver's own message is shown only when it names an
@@ -210,4 +233,38 @@ pub(crate) fn parse_identifier(text: &str) -> Result<Vec<String>, String> {
         }
     }
     Err(format!("{text:?} is not an identifier"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a failed expectation is the report.
+
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn pgpass_matches_the_dsns_host_port_database_and_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pass");
+        std::fs::write(
+            &file,
+            "db.example:5433:app:reader:tcp\nlocalhost:5432:reader:reader:socket\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let shown = file.display().to_string();
+        let env = |k: &str| (k == "PGPASSFILE").then(|| shown.clone());
+        let pw = |dsn: &str| super::pgpass(&super::parse_dsn(dsn).unwrap(), &env);
+        assert_eq!(
+            pw("postgresql://reader@db.example:5433/app").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(pw("postgresql://reader@db.example/app"), None, "port 5432");
+        assert_eq!(
+            pw("host=/run/postgresql user=reader").as_deref(),
+            Some("socket"),
+            "a socket is localhost, the database the user's name"
+        );
+        let c = super::parse_dsn("postgresql://reader@db.example:5433/app").unwrap();
+        assert_eq!(super::pgpass(&c, &|_| None), None, "no HOME, no PGPASSFILE");
+    }
 }

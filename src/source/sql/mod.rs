@@ -22,6 +22,7 @@
 pub(crate) mod config;
 pub(crate) mod dialect;
 pub(crate) mod key;
+pub(crate) mod passfile;
 pub(crate) mod plan;
 pub(crate) mod quantiles;
 pub(crate) mod rows;

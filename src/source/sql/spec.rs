@@ -20,7 +20,7 @@ use crate::error::{config_error, SourceError};
 use crate::source::inline::{decode, password_refused, short, shown, userinfo};
 
 /// The keys of an inline spec's query that every dialect reads (the JSON config's, less
-/// `dsn`, `dsn_env` and `labels`, which have no place in a URL).
+/// `dsn` and `dsn_env`, which have no place in a URL; `labels` are `label.NAME=PREDICATE` keys).
 pub(crate) const QUERY_KEYS: &[&str] = &[
     "table",
     "key",
@@ -83,6 +83,19 @@ fn to_object<D: Dialect>(
             dsn_params.push(pair);
             continue;
         }
+        // `label.NAME=PREDICATE`: the config file's `labels` object, one member a key.
+        if let Some(name) = key.strip_prefix("label.") {
+            let labels = obj
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(labels) = labels {
+                if labels.contains_key(name) {
+                    return Err(format!("label {:?} is given twice", short(name)));
+                }
+                labels.insert(name.to_owned(), Value::String(decode(raw_value)?));
+            }
+            continue;
+        }
         let known = QUERY_KEYS
             .iter()
             .chain(<D::Connect as Connect>::KEYS)
@@ -93,7 +106,7 @@ fn to_object<D: Dialect>(
             let meant = crate::json::closest(&key, &known)
                 .map_or_else(String::new, |m| format!("; did you mean {m:?}?"));
             return Err(format!(
-                "unknown key {:?}{meant} (an inline spec takes {})",
+                "unknown key {:?}{meant} (an inline spec takes {}, label.NAME)",
                 short(&key),
                 known.join(", ")
             ));
@@ -183,12 +196,14 @@ mod tests {
     fn an_inline_spec_makes_the_config_its_json_form_makes() {
         let spec = "postgres://app@127.0.0.1:5432/test?table=public.orders&key=id\
                     &content=email,amount&where=amount%20%3E%200%20AND%20a%2Bb%20%3C%203\
-                    &page_delay_ms=5&prefetch=false&sslmode=disable";
+                    &page_delay_ms=5&prefetch=false&sslmode=disable\
+                    &label.big=amount%20%3E%20100&label.gmail=email%20LIKE%20'%25gmail%25'";
         let (inline, inline_connect) = parse::<PgDialect>(spec, no_env).unwrap();
         let json = json!({
             "dsn": "postgres://app@127.0.0.1:5432/test?sslmode=disable",
             "table": "public.orders", "key": "id", "content": ["email", "amount"],
             "where": "amount > 0 AND a+b < 3", "page_delay_ms": 5, "prefetch": false,
+            "labels": {"big": "amount > 100", "gmail": "email LIKE '%gmail%'"},
         });
         let (mut file, file_connect) =
             from_object::<PgDialect>(Path::new("pg.json"), json.as_object().unwrap(), no_env)
@@ -228,6 +243,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains(r#"key "key" is given twice"#), "{e}");
+        let e = parse::<PgDialect>(
+            "postgres://u@h/db?table=t&key=id&label.a=x&label.a=y",
+            no_env,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(r#"label "a" is given twice"#), "{e}");
+        let e = parse::<PgDialect>("postgres://u@h/db?table=t&key=id&label.=x", no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a label name must have"), "{e}");
         // The JSON form suggests too.
         let json = json!({"dsn": "host=h", "table": "t", "key": "id", "contnet": ["a"]});
         let e = from_object::<PgDialect>(Path::new("c.json"), json.as_object().unwrap(), no_env)

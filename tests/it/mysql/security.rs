@@ -184,3 +184,59 @@ fn a_user_without_select_gets_access_denied_not_an_empty_collection() {
     assert_eq!(code, 3, "{err}");
     assert_eq!(r["violations"][0]["kind"], "access_denied");
 }
+
+/// An inline spec carries no password: the user's `~/.my.cnf` gives it (`[client]`, as the
+/// MySQL client reads it), and only while others cannot write the file; `MYSQL_PWD` comes
+/// first. The password never reaches output or the store.
+#[test]
+fn the_password_of_an_inline_spec_comes_from_the_users_option_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(db) = db() else { return };
+    let t = db.table("optfile");
+    db.numbered(&t, 30);
+    let pw = canary();
+    let user = db.user("optfile", &pw);
+    db.exec(&format!("GRANT SELECT ON test.{t} TO '{user}'@'%'"));
+    let env = Env::new();
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let cnf = home.join(".my.cnf");
+    std::fs::write(
+        &cnf,
+        format!("[mysqld]\nport=1\n[client]\npassword = \"{pw}\"\n"),
+    )
+    .unwrap();
+    let spec = format!("mysql://{user}@127.0.0.1:3306/test?table={t}&key=id");
+    let c = env.file("c.json", r#"{"source": "customers", "page_size": 20}"#);
+    let mut transcript = String::new();
+    let mut scan = |mode: u32, pwd_env: Option<&str>| {
+        std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut cmd = std::process::Command::new(crate::util::bin());
+        cmd.args(["--store", &env.store, "--json", "scan", "--contract", &c])
+            .args(["--source", &spec])
+            .env("HOME", &home)
+            .env_remove("MYSQL_PWD");
+        if let Some(p) = pwd_env {
+            cmd.env("MYSQL_PWD", p);
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        transcript.push_str(&stdout);
+        transcript.push_str(&String::from_utf8_lossy(&out.stderr));
+        (out.status.code().unwrap_or(-1), stdout)
+    };
+    let (code, out) = scan(0o600, None);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("\"verified\""), "{out}");
+    // Writable by others: skipped, so the server refuses the user without a password.
+    assert_eq!(scan(0o602, None).0, 3);
+    // The environment's password comes before the file's.
+    assert_eq!(scan(0o600, Some("wrong")).0, 3);
+    assert!(transcript.contains("access_denied"), "{transcript}");
+    assert!(
+        !transcript.contains(&pw),
+        "the password leaked into output:\n{transcript}"
+    );
+    let store = std::fs::read(&env.store).unwrap();
+    assert!(!store.windows(pw.len()).any(|w| w == pw.as_bytes()));
+}
