@@ -140,7 +140,7 @@ impl PostgresSource {
     /// Reads a `postgres:` config file.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong
+    /// `SourceError::Io` when unreadable, `SourceError::ConfigFile` naming the key that is wrong
     /// (an unknown key, a missing DSN, an `sslrootcert` that is not PEM, ...).
     pub fn open(path: &Path) -> Result<PostgresSource, SourceError> {
         Ok(PostgresSource(SqlSource::open(path)?))

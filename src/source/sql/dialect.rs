@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::key::{KeyType, Param};
 use super::rows::PageRows;
+use crate::json::ConfigError;
 use crate::source::FetchError;
 
 /// The connection options of one dialect: its DSN parsed, with any keys of the config file
@@ -39,9 +40,11 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     ) -> Result<String, String>;
 
     /// Parses the DSN and this dialect's own keys of `obj` (the config file's object, or an
-    /// inline spec's parameters); `path` is the config file, for relative paths. The error
-    /// names the key and never quotes the DSN.
-    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<Self, String>;
+    /// inline spec's parameters); `path` is the config file, for relative paths.
+    ///
+    /// # Errors
+    /// What is wrong, naming the key; never quoting the DSN.
+    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<Self, ConfigError>;
 
     /// The DSN without its password, for `Debug` and messages.
     #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
