@@ -217,7 +217,7 @@ pub(crate) fn scan_side(
     let (writer, start) = if let Some(run) = resumed {
         let (writer, loaded) = store.resume(run, &Raise::default())?;
         tracing::info!("{run} resumed");
-        (writer, Start::Resume(loaded))
+        (writer, Start::Resume(Box::new(loaded)))
     } else {
         let started = scanledger::now_ms();
         let mut rec = Reconciler::new(contract);
@@ -226,7 +226,7 @@ pub(crate) fn scan_side(
             rec.set_interner(interner);
         }
         tracing::info!("{} begun", writer.run());
-        (writer, Start::Begin(rec, started))
+        (writer, Start::Begin(Box::new(rec), started))
     };
     let log = Watched::new(writer, out, write, contract.expected_count);
     let done = rt.block_on(async {
@@ -249,8 +249,8 @@ pub(crate) fn scan_side(
 /// Where a side's scan starts: the unfinished run resumed, or a new run (its reconciler and
 /// start time).
 enum Start {
-    Resume(scanledger::LoadedRun),
-    Begin(Reconciler, u64),
+    Resume(Box<scanledger::LoadedRun>),
+    Begin(Box<Reconciler>, u64),
 }
 
 impl Start {
@@ -261,9 +261,9 @@ impl Start {
         source: &mut S,
     ) -> Result<ScanResult, Error> {
         match self {
-            Start::Resume(loaded) => scanledger::resume_with(loaded, log, None, source).await,
+            Start::Resume(loaded) => scanledger::resume_with(*loaded, log, None, source).await,
             Start::Begin(rec, started) => {
-                scanledger::scan_with(contract, rec, log, started, source).await
+                scanledger::scan_with(contract, *rec, log, started, source).await
             }
         }
     }
