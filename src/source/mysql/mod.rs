@@ -34,8 +34,8 @@ use mysql_async::{Conn, Row};
 
 use super::sql::config::SqlConfig;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
-    Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
+    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::PageRows;
@@ -476,12 +476,12 @@ impl Dialect for MyDialect {
         format!("CASE WHEN (\n{predicate}\n) THEN 1 ELSE 0 END")
     }
 
-    fn table(text: &str, connect: &MyConnect) -> Result<TableName, String> {
-        connect::table(text, connect)
+    fn table(text: &str, connect: &MyConnect) -> Result<TableName, NameError> {
+        connect::table(text, connect).map_err(NameError)
     }
 
-    fn column(text: &str) -> Result<String, String> {
-        connect::ident(text)?;
+    fn column(text: &str) -> Result<String, NameError> {
+        connect::ident(text).map_err(NameError)?;
         Ok(text.to_owned())
     }
 

@@ -187,9 +187,9 @@ pub(crate) fn from_object<D: Dialect>(
 
     // Required, but said after the DSN, which a config needs first.
     let table = file.table.ok_or_else(|| ConfigError::missing("table"))?;
-    let table = D::table(&table, &connect).map_err(|p| ConfigError::invalid("table", p))?;
+    let table = D::table(&table, &connect).map_err(|p| ConfigError::invalid("table", p.0))?;
     let key = file.key.ok_or_else(|| ConfigError::missing("key"))?;
-    let key = D::column(&key).map_err(|p| ConfigError::invalid("key", p))?;
+    let key = D::column(&key).map_err(|p| ConfigError::invalid("key", p.0))?;
     if let Some(w) = &file.where_sql {
         predicate(&["where"], w)?;
     }
@@ -248,7 +248,7 @@ fn content<D: Dialect>(given: Option<Vec<String>>) -> Result<Vec<String>, Config
     let mut content: Vec<String> = Vec::with_capacity(given.len());
     for (i, c) in given.iter().enumerate() {
         let at = |p: String| ConfigError::invalid(&format!("content[{i}]"), p);
-        let name = D::column(c).map_err(at)?;
+        let name = D::column(c).map_err(|p| at(p.0))?;
         // The same column twice (as the server compares names) is a mistake.
         if content.iter().any(|x| D::same_column(x, &name)) {
             return Err(at(format!("column {c:?} is named twice")));

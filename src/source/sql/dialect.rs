@@ -55,6 +55,12 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     fn database(&self) -> Option<&str>;
 }
 
+/// A name of the config (the table, a column) that a dialect cannot use; the words say why
+/// (the core names the key: `table`, `key`, `content[N]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NameError(pub(crate) String);
+
 /// A table's name: an optional schema and the name, as the server spells them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableName {
@@ -423,13 +429,13 @@ pub(crate) trait Dialect: Send + Sized {
     ///
     /// # Errors
     /// What is wrong with the name.
-    fn table(text: &str, connect: &Self::Connect) -> Result<TableName, String>;
+    fn table(text: &str, connect: &Self::Connect) -> Result<TableName, NameError>;
 
     /// Parses one column name of the config.
     ///
     /// # Errors
     /// What is wrong with the name.
-    fn column(text: &str) -> Result<String, String>;
+    fn column(text: &str) -> Result<String, NameError>;
 
     /// Whether two column names (as [`Dialect::column`] gives them) name the same column.
     fn same_column(a: &str, b: &str) -> bool {
