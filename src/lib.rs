@@ -152,8 +152,8 @@ pub use source::PostgresSource;
 #[cfg(feature = "sqlite")]
 pub use source::SqliteSource;
 pub use source::{
-    content_pairs, inline_content, inline_kind, refuse_password, shown_spec, source_kind,
-    spec_file, spec_with_file, with_content,
+    content_pairs, inline_content, inline_kind, recordable_spec, refuse_password, shown_spec,
+    source_kind, spec_file, spec_with_file, with_content,
 };
 pub use source::{
     AnySource, FetchError, PageRequest, PageSource, ReplaySource, SimConfig, SimSource,
@@ -169,7 +169,7 @@ pub use source::{MysqlConfig, MysqlSource};
 #[doc(hidden)]
 pub use store::simdisk as sim_disk;
 pub use store::{
-    inside_engine_call, Cause, LoadedRun, OpenError, Raise, ReadError, RunHeader, RunState,
-    RunSummary, RunWriter, ScopeKey, Snapshot, StopCause, Store, StoreOptions, WriteError,
-    FORMAT_VERSION, STOP_MESSAGE_BYTES_MAX, TOKEN_KEY_LEN,
+    inside_engine_call, Cause, ErrorClass, LoadedRun, OpenError, Raise, ReadError, RunHeader,
+    RunState, RunSummary, RunWriter, ScopeKey, Snapshot, StopCause, Store, StoreOptions,
+    WriteError, FORMAT_VERSION, STOP_MESSAGE_BYTES_MAX, TOKEN_KEY_LEN,
 };

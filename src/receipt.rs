@@ -310,7 +310,7 @@ impl Receipt {
         let r: Receipt =
             crate::json::from_value(&v).map_err(|e| ReceiptError::Shape(e.placed(text)))?;
         if let Some(list) = &r.shards {
-            check_shape(list).map_err(merged_problem)?;
+            check_shape(list).map_err(|e| merged_problem(e.to_string()))?;
         }
         Ok(r)
     }

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 pub(crate) use scanledger::io_words;
 use scanledger::json::{ConfigError, Problem};
 use scanledger::{
-    said_once, terminal_safe, ContractError, Error, OpenError, ReadError, SourceError, WriteError,
+    said_once, terminal_safe, ContractError, Error, ErrorClass, OpenError, ReadError, SourceError,
+    WriteError,
 };
 use serde::Serialize;
 
@@ -280,48 +281,32 @@ fn place_config_error(err: &mut CliError, c: &ConfigError) {
     err.hint = c.did_you_mean().map(|m| format!("did you mean {m:?}?"));
 }
 
+/// The exit code of an error of `class` (docs/REFERENCE.md §2).
+fn exit_code(class: ErrorClass) -> i32 {
+    match class {
+        ErrorClass::Input => EXIT_USAGE,
+        ErrorClass::Busy => EXIT_BUSY,
+        _ => EXIT_INTERNAL,
+    }
+}
+
+/// The hint that names the run list, for an unknown run.
+const RUNS_HINT: &str = "`scanledger runs` lists the runs of the store";
+
 impl From<OpenError> for CliError {
     fn from(e: OpenError) -> CliError {
-        let (kind, hint, exit_code) = match &e {
-            OpenError::NotFound { .. } => (
-                "store_not_found",
-                Some("scan into it first, or name an existing store with --store PATH or SCANLEDGER_STORE"),
-                EXIT_USAGE,
-            ),
-            OpenError::NoDirectory { .. } => ("store_no_directory", Some("create the directory first"), EXIT_USAGE),
-            OpenError::IsDirectory { .. } => ("store_is_directory", Some("name a file with --store PATH"), EXIT_USAGE),
-            OpenError::PermissionDenied { .. } => ("store_permission", None, EXIT_USAGE),
-            OpenError::Empty { .. } => ("store_empty", None, EXIT_USAGE),
-            OpenError::NotAStore { .. } => ("store_not_a_store", None, EXIT_USAGE),
-            OpenError::NewerFormat { .. } => ("store_newer_format", None, EXIT_USAGE),
-            OpenError::OlderFormat { .. } => ("store_older_format", None, EXIT_USAGE),
-            OpenError::Busy { .. } => (
-                "store_busy",
-                Some("wait for it with --wait SECONDS"),
-                EXIT_BUSY,
-            ),
-            OpenError::Damaged { .. } => ("store_damaged", None, EXIT_USAGE),
-            _ => ("store_io", None, EXIT_INTERNAL),
-        };
-        let file = match &e {
-            OpenError::NotFound { path }
-            | OpenError::NoDirectory { path, .. }
-            | OpenError::IsDirectory { path }
-            | OpenError::PermissionDenied { path, .. }
-            | OpenError::Empty { path }
-            | OpenError::NotAStore { path, .. }
-            | OpenError::NewerFormat { path, .. }
-            | OpenError::OlderFormat { path, .. }
-            | OpenError::Busy { path }
-            | OpenError::Damaged { path, .. }
-            | OpenError::Io { path, .. } => Some(path.clone()),
+        let hint = match &e {
+            OpenError::NotFound { .. } => Some("scan into it first, or name an existing store with --store PATH or SCANLEDGER_STORE"),
+            OpenError::NoDirectory { .. } => Some("create the directory first"),
+            OpenError::IsDirectory { .. } => Some("name a file with --store PATH"),
+            OpenError::Busy { .. } => Some("wait for it with --wait SECONDS"),
             _ => None,
         };
         CliError {
-            kind,
-            file,
+            kind: e.kind(),
+            file: Some(e.path().to_owned()),
             hint: hint.map(str::to_owned),
-            exit_code,
+            exit_code: exit_code(e.class()),
             ..CliError::usage(said_once(&e))
         }
     }
@@ -329,29 +314,12 @@ impl From<OpenError> for CliError {
 
 impl From<ReadError> for CliError {
     fn from(e: ReadError) -> CliError {
-        let (kind, hint, exit_code) = match &e {
-            ReadError::UnknownRun { .. } => (
-                "unknown_run",
-                Some("`scanledger runs` lists the runs of the store"),
-                EXIT_USAGE,
-            ),
-            ReadError::Damaged { .. } | ReadError::Closed { .. } => {
-                ("store_damaged", None, EXIT_USAGE)
-            }
-            _ => ("store_io", None, EXIT_INTERNAL),
-        };
-        let file = match &e {
-            ReadError::UnknownRun { path, .. }
-            | ReadError::Damaged { path, .. }
-            | ReadError::Closed { path }
-            | ReadError::Io { path, .. } => Some(path.clone()),
-            _ => None,
-        };
+        let hint = matches!(e, ReadError::UnknownRun { .. }).then(|| RUNS_HINT.to_owned());
         CliError {
-            kind,
-            file,
-            hint: hint.map(str::to_owned),
-            exit_code,
+            kind: e.kind(),
+            file: Some(e.path().to_owned()),
+            hint,
+            exit_code: exit_code(e.class()),
             ..CliError::usage(said_once(&e))
         }
     }
@@ -359,33 +327,20 @@ impl From<ReadError> for CliError {
 
 impl From<WriteError> for CliError {
     fn from(e: WriteError) -> CliError {
-        let (kind, hint, exit_code) = match &e {
-            WriteError::UnknownRun { .. } => (
-                "unknown_run",
-                Some("`scanledger runs` lists the runs of the store"),
-                EXIT_USAGE,
-            ),
-            WriteError::NotResumable { .. } => ("not_resumable", None, EXIT_USAGE),
-            WriteError::RunLive { .. } => (
-                "store_busy",
-                Some("wait for its scan to end (`scanledger runs` shows it running)"),
-                EXIT_BUSY,
-            ),
-            WriteError::Busy { .. } => (
-                "store_busy",
-                Some("stop the other processes that have it open, or retry with --wait SECONDS"),
-                EXIT_BUSY,
-            ),
-            WriteError::ReadOnly { .. } => ("internal", None, EXIT_INTERNAL),
-            WriteError::Damaged { .. } | WriteError::Closed { .. } => {
-                ("store_damaged", None, EXIT_USAGE)
+        let hint = match &e {
+            WriteError::UnknownRun { .. } => Some(RUNS_HINT),
+            WriteError::RunLive { .. } => {
+                Some("wait for its scan to end (`scanledger runs` shows it running)")
             }
-            _ => ("store_io", None, EXIT_INTERNAL),
+            WriteError::Busy { .. } => {
+                Some("stop the other processes that have it open, or retry with --wait SECONDS")
+            }
+            _ => None,
         };
         CliError {
-            kind,
+            kind: e.kind(),
             hint: hint.map(str::to_owned),
-            exit_code,
+            exit_code: exit_code(e.class()),
             ..CliError::usage(said_once(&e))
         }
     }

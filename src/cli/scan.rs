@@ -82,7 +82,7 @@ pub(crate) fn scan_contract_in(
         super::shard::join(out, &rt, &mut source, &contract, path)?;
     }
     let mut store = open_write(out, write.store_options())?;
-    store.record_source(&source.recorded_spec(&recordable(spec)));
+    store.record_source(&source.recorded_spec(&scanledger::recordable_spec(spec)));
     let started = scanledger::now_ms();
     let mut rec = Reconciler::new(&contract);
     let (writer, interner) = store.begin(&contract, started)?;
@@ -97,24 +97,12 @@ pub(crate) fn scan_contract_in(
         source.close().await;
         done
     });
-    if matches!(done, Err(Error::Source(_))) && refused_before_first_page(&mut store, run) {
+    if matches!(done, Err(Error::Source(_))) && store.discard_unstarted(run) {
         if let Err(e) = done {
             return Err(nothing_recorded(CliError::from(e), Some(run)));
         }
     }
     finish(out, run, done)
-}
-
-/// Whether a run the source stopped with an error had committed no page (and was not
-/// restarted): it is then deleted, so no run is left that `resume` would only fail on again.
-/// A run that cannot be deleted stays as it is (`runs` shows it interrupted).
-fn refused_before_first_page(store: &mut scanledger::Store, run: RunId) -> bool {
-    let empty = store
-        .read()
-        .ok()
-        .and_then(|snap| snap.header(run).ok())
-        .is_some_and(|h| h.pages_observed == 0 && h.state != scanledger::RunState::Superseded);
-    empty && store.delete_run(run).is_ok()
 }
 
 /// An error that stopped a scan before its first page: nothing is kept (`deleted`: the run
@@ -182,7 +170,7 @@ pub(crate) fn resume(
     if let Some(path) = joined {
         super::shard::join(out, &rt, &mut source, &header.contract, path)?;
     }
-    store.record_source(&source.recorded_spec(&recordable(&spec)));
+    store.record_source(&source.recorded_spec(&scanledger::recordable_spec(&spec)));
     let (writer, loaded) = store.resume(run, raise)?;
     tracing::info!("{run} resumed");
     let log = Watched::new(writer, out, write, expected);
@@ -223,24 +211,13 @@ pub(crate) fn scan_side(
     rt.block_on(source.prepare())
         .map_err(|e| CliError::from(Error::Source(e)))?;
     let mut store = open_write(out, write.store_options())?;
-    let recorded = recordable(spec);
+    let recorded = scanledger::recordable_spec(spec);
     store.record_source(&source.recorded_spec(&recorded));
     let resumed = store.unfinished_run(&contract.scope, &recorded)?;
-    let done = if let Some(run) = resumed {
+    let (writer, start) = if let Some(run) = resumed {
         let (writer, loaded) = store.resume(run, &Raise::default())?;
         tracing::info!("{run} resumed");
-        let log = Watched::new(writer, out, write, contract.expected_count);
-        rt.block_on(async {
-            let done = match keys.as_mut() {
-                Some(k) => {
-                    let mut tap = scanledger::KeyTap::new(&mut source, k);
-                    scanledger::resume_with(loaded, log, None, &mut tap).await
-                }
-                None => scanledger::resume_with(loaded, log, None, &mut source).await,
-            };
-            source.close().await;
-            done
-        })
+        (writer, Start::Resume(Box::new(loaded)))
     } else {
         let started = scanledger::now_ms();
         let mut rec = Reconciler::new(contract);
@@ -249,23 +226,47 @@ pub(crate) fn scan_side(
             rec.set_interner(interner);
         }
         tracing::info!("{} begun", writer.run());
-        let log = Watched::new(writer, out, write, contract.expected_count);
-        rt.block_on(async {
-            let done = match keys.as_mut() {
-                Some(k) => {
-                    let mut tap = scanledger::KeyTap::new(&mut source, k);
-                    scanledger::scan_with(contract, rec, log, started, &mut tap).await
-                }
-                None => scanledger::scan_with(contract, rec, log, started, &mut source).await,
-            };
-            source.close().await;
-            done
-        })
+        (writer, Start::Begin(Box::new(rec), started))
     };
+    let log = Watched::new(writer, out, write, contract.expected_count);
+    let done = rt.block_on(async {
+        let done = match keys.as_mut() {
+            Some(k) => {
+                let mut tap = scanledger::KeyTap::new(&mut source, k);
+                start.run(contract, log, &mut tap).await
+            }
+            None => start.run(contract, log, &mut source).await,
+        };
+        source.close().await;
+        done
+    });
     if let Some(k) = keys {
         k.finish(matches!(&done, Ok(d) if d.reconciler.status() == scanledger::Status::Verified));
     }
     Ok((done.map_err(CliError::from)?.receipt(), resumed))
+}
+
+/// Where a side's scan starts: the unfinished run resumed, or a new run (its reconciler and
+/// start time).
+enum Start {
+    Resume(Box<scanledger::LoadedRun>),
+    Begin(Box<Reconciler>, u64),
+}
+
+impl Start {
+    async fn run<S: scanledger::PageSource>(
+        self,
+        contract: &Contract,
+        log: Watched<'_>,
+        source: &mut S,
+    ) -> Result<ScanResult, Error> {
+        match self {
+            Start::Resume(loaded) => scanledger::resume_with(*loaded, log, None, source).await,
+            Start::Begin(rec, started) => {
+                scanledger::scan_with(contract, *rec, log, started, source).await
+            }
+        }
+    }
 }
 
 /// Prints the receipt of a scan (or the error that stopped it, with how to resume).
@@ -316,20 +317,6 @@ pub(crate) fn read_contract(path: &Path) -> Result<Contract, CliError> {
     let text = scanledger::read_bounded(path, scanledger::CONTRACT_BYTES_MAX as u64)
         .map_err(|e| CliError::file(e, "read contract").with_kind("contract"))?;
     Contract::from_json(&text).map_err(|e| contract_error(path, &e, Some(&text)))
-}
-
-/// The `--source` argument as a run records it: a replay or config file's path made
-/// absolute, so a resume from another directory finds the same file.
-fn recordable(spec: &str) -> String {
-    // File-backed sources are recorded by absolute path, so `resume` works from anywhere (a
-    // recorded MCP spec's provenance is no part of the path).
-    match scanledger::spec_file(spec) {
-        Some((_, path)) => std::fs::canonicalize(path).map_or_else(
-            |_| spec.to_owned(),
-            |p| scanledger::spec_with_file(spec, &p),
-        ),
-        None => spec.to_owned(),
-    }
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {

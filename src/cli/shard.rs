@@ -17,39 +17,16 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "postgres")]
 use std::time::{Duration, Instant};
 
-use scanledger::shard::{self, Plan, ShardStore};
-use scanledger::{AnySource, Contract, Error, IdCodecKind, Status, Store, StoreOptions};
+use scanledger::shard::{self, Plan, ShardStore, RELEASE_FILE};
+use scanledger::{AnySource, Contract, Error, Status, Store, StoreOptions};
 
 use super::error::CliError;
 use super::output::count;
 use super::{receipt_exit, scan, show, Out, RunArg, WriteOpts};
 
-/// The file beside a plan whose snapshot is held that tells the coordinator to release it:
-/// made by a verified `merge` and by `plan --release DIR`.
-pub(crate) const RELEASE_FILE: &str = "release";
-/// Bytes of the release file the coordinator reads (its first line says who released).
-#[cfg(feature = "postgres")]
-const RELEASE_BYTES_MAX: u64 = 4096;
-
 /// How often the coordinator checks the release file, its timeout and the signals.
 #[cfg(feature = "postgres")]
 const HOLD_POLL: Duration = Duration::from_millis(250);
-/// The longest time between two statements in the held transaction.
-#[cfg(feature = "postgres")]
-const HOLD_PING_MAX: Duration = Duration::from_secs(15);
-/// The shortest.
-#[cfg(feature = "postgres")]
-const HOLD_PING_MIN: Duration = Duration::from_millis(100);
-
-/// How often the coordinator runs a statement in its transaction under a server whose
-/// `idle_in_transaction_session_timeout` is `idle_ms` (`None`: off): a third of it, from
-/// `HOLD_PING_MIN` to `HOLD_PING_MAX`.
-#[cfg(feature = "postgres")]
-fn ping_every(idle_ms: Option<u64>) -> Duration {
-    idle_ms.map_or(HOLD_PING_MAX, |ms| {
-        Duration::from_millis(ms / 3).clamp(HOLD_PING_MIN, HOLD_PING_MAX)
-    })
-}
 
 /// The arguments of `plan`.
 #[derive(Debug)]
@@ -109,7 +86,13 @@ fn random_hex16() -> Result<String, CliError> {
 /// [--hold-snapshot]`.
 pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     let contract = scan::read_contract(&args.contract)?;
-    check_plannable(args, &contract)?;
+    shard::check_plannable(&contract).map_err(|e| {
+        let err = match e {
+            shard::Unplannable::Scoped => format!("{}: {e}", args.contract.display()),
+            _ => e.to_string(),
+        };
+        CliError::usage(err).with_field(e.field())
+    })?;
     let mut source = AnySource::open_for(&args.source, &contract).map_err(source_error)?;
     let rt = scan::runtime()?;
     if args.hold_snapshot {
@@ -148,31 +131,13 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
         scanledger::rfc3339(scanledger::now_ms()),
         random_hex16()?,
     )
-    .map_err(CliError::internal)?;
+    .map_err(|e| CliError::internal(e.to_string()))?;
     let (path, release) = write_plan(args, &plan)?;
     print_plan(out, args, &plan, &path)?;
     let Some(snapshot) = held else {
         return Ok(0);
     };
     coordinate(args, &mut source, &rt, &snapshot, &release, locked_at)
-}
-
-/// A contract `plan` can shard: none of the scope a plan makes, and a codec with a key order.
-fn check_plannable(args: &PlanArgs, contract: &Contract) -> Result<(), CliError> {
-    if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
-        return Err(CliError::usage(format!(
-            "{}: a contract to plan has no key_range and no shard (plan makes them)",
-            args.contract.display()
-        ))
-        .with_field("key_range"));
-    }
-    if contract.id_codec == IdCodecKind::String {
-        return Err(CliError::usage(
-            "the string codec cannot be sharded: its IDs are interned per store, so they have no key order to cut",
-        )
-        .with_field("id_codec"));
-    }
-    Ok(())
 }
 
 /// Writes the plan's directory: no release file, each shard's contract, and `plan.json`
@@ -348,7 +313,7 @@ fn hold(
     let (idle_ms, txn_ms) = rt
         .block_on(pg.hold_limits())
         .map_err(|e| fetch_error("--hold-snapshot", &e))?;
-    let ping = ping_every(idle_ms);
+    let ping = shard::ping_every(idle_ms);
     say(&format!(
         "holding snapshot {snapshot_shown} for the plan's shards; released by a verified merge, `scanledger plan --release {dir_shown}`, Ctrl-C or SIGTERM, or in {timeout_seconds} s (SIGHUP is ignored)"
     ));
@@ -398,14 +363,8 @@ async fn wait_for_release(
             stop = signals.next() => return Ok(stop.to_owned()),
             () = tokio::time::sleep(poll) => {}
         }
-        if release.exists() {
-            let first = scanledger::read_bounded(release, RELEASE_BYTES_MAX).unwrap_or_default();
-            let first = first.lines().next().unwrap_or("").trim().to_owned();
-            return Ok(format!(
-                "{} ({})",
-                scanledger::terminal_safe(&first),
-                release.display()
-            ));
+        if let Some(who) = shard::released_by(release) {
+            return Ok(who);
         }
         if start.elapsed() >= timeout {
             return Ok("the hold timed out (--hold-timeout-seconds)".to_owned());
@@ -624,14 +583,11 @@ pub(crate) fn merge(
     let receipt = store.read()?.receipt(run)?;
     drop(store);
     // The held snapshot is released by a verified merge only: after any other the shards
-    // named below are scanned again in the same snapshot and merged again.
-    let held = plan.snapshot_held.then(|| {
-        let verified = receipt.coverage_status == Status::Verified;
-        let retry = scanledger::shard::retry_shards(&merged.merged_from.shards);
-        (verified, retry)
-    });
+    // named are scanned again in the same snapshot and merged again.
+    let verified = receipt.coverage_status == Status::Verified;
+    let held = shard::held_after_merge(&plan, verified, &merged.merged_from.shards);
     let dir = plan_path.parent().unwrap_or(Path::new("."));
-    if let Some((true, _)) = &held {
+    if held.as_ref().is_some_and(|h| h.released) {
         write_file(
             &dir.join(RELEASE_FILE),
             &format!(
@@ -648,32 +604,15 @@ pub(crate) fn merge(
             "shards": receipt.shards,
             "receipt": receipt,
         });
-        if let Some((verified, retry)) = &held {
-            // A synchronized MySQL/MariaDB snapshot holds nothing a shard could rejoin.
-            let retry: Vec<u32> = if plan.synchronized() {
-                Vec::new()
-            } else {
-                retry.iter().map(|(k, _)| *k).collect()
-            };
-            v["snapshot"] = serde_json::json!({
-                "snapshot_id": plan.snapshot_id,
-                "released": verified,
-                "retry_shards": retry,
-            });
+        if let Some(held) = &held {
+            v["snapshot"] = serde_json::json!(held);
         }
         out.json_value(&v)?;
     } else {
         // The receipt's own layout lists the plan and the shards.
         out.emit(&show::receipt_text(&receipt))?;
-        match &held {
-            Some((true, _)) => out.note(&format!(
-                "the merge is verified: the coordinator releases the held snapshot ({} written)",
-                dir.join(RELEASE_FILE).display()
-            )),
-            Some((false, retry)) => {
-                out.note(&still_held(&plan, plan_path, dir, retry));
-            }
-            None => {}
+        if let Some(held) = &held {
+            out.note(&held.text(plan_path, dir));
         }
     }
     Ok(receipt_exit(&receipt))
@@ -701,39 +640,6 @@ fn no_shard_store(plan: &Plan, path: &Path) -> CliError {
         .with_hint(format!(
             "name each shard store that exists (a shard that never began has none: leave it out, and the merge names it missing){held}"
         ))
-}
-
-/// What a merge that is not verified says of the held snapshot.
-fn still_held(plan: &Plan, plan_path: &Path, dir: &Path, retry: &[(u32, String)]) -> String {
-    let snapshot = plan.snapshot_id.as_deref().unwrap_or("-");
-    if plan.synchronized() {
-        // Each shard held its own part of a synchronized snapshot, in its own connection: a
-        // shard scanned again cannot rejoin it once the coordinator's read lock is gone.
-        return format!(
-            "the merge is not verified; snapshot {snapshot} was synchronized by a read lock while the shards began, so a shard scanned again cannot join it: make a new plan (plan --hold-snapshot) and scan every shard of it"
-        );
-    }
-    let mut text = format!(
-        "the merge is not verified, so snapshot {snapshot} stays held by the plan's coordinator (while it runs)"
-    );
-    if retry.is_empty() {
-        text.push_str("; every shard is verified: the merge's own findings above say what differs");
-    } else {
-        let named: Vec<String> = retry
-            .iter()
-            .map(|(k, why)| format!("shard {k} {why}"))
-            .collect();
-        text.push_str(&format!(
-            ": {}. Scan each again with `scanledger --store STORE scan --plan {} --shard K` (it continues an unfinished attempt) and merge again",
-            named.join("; "),
-            plan_path.display()
-        ));
-    }
-    text.push_str(&format!(
-        "; `scanledger plan --release {}` releases the snapshot without a merge",
-        dir.display()
-    ));
-    text
 }
 
 /// `plan --release DIR`: asks the coordinator of the plan in DIR to release its snapshot.

@@ -114,15 +114,70 @@ pub struct MergedFrom {
     pub shards: Vec<ShardEntry>,
 }
 
+/// A merged run's shard list that is not a plan's: the first problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ShardListError {
+    /// No shard, or more than `SHARDS_MAX`.
+    #[error("a plan has from 1 to {SHARDS_MAX} shards")]
+    Count,
+    /// An entry whose index is not its position.
+    #[error("shards[{k}].index must be {k}, not {index}")]
+    Index {
+        /// The position.
+        k: usize,
+        /// The index it holds.
+        index: u32,
+    },
+    /// An empty list, where a cover is checked.
+    #[error("the list has no shard")]
+    Empty,
+    /// The first range does not begin at 0.
+    #[error("shard 0 does not begin at 0")]
+    Start,
+    /// The last range does not run to the end.
+    #[error("the last shard does not end at {}", u64::MAX)]
+    End,
+    /// A range with no ID.
+    #[error("shard {k}'s range {range} is empty")]
+    EmptyRange {
+        /// The shard.
+        k: usize,
+        /// Its range, as shown.
+        range: String,
+    },
+    /// A range that does not begin at a partition boundary.
+    #[error("shard {k} begins at {lo}, not at a partition boundary")]
+    Unaligned {
+        /// The shard.
+        k: usize,
+        /// Where it begins.
+        lo: u64,
+    },
+    /// Two ranges that do not meet.
+    #[error("shard {k} ends at {hi} but shard {} begins at {next}", k + 1)]
+    Apart {
+        /// The first shard.
+        k: usize,
+        /// Where it ends.
+        hi: u64,
+        /// Where the next begins.
+        next: u64,
+    },
+}
+
 /// Checks the entries' shape beyond their types: from 1 to `SHARDS_MAX`, each index its
-/// position. Returns the problem in a sentence.
-pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), String> {
+/// position.
+///
+/// # Errors
+/// The first problem.
+pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), ShardListError> {
     if shards.is_empty() || shards.len() > SHARDS_MAX as usize {
-        return Err(format!("a plan has from 1 to {SHARDS_MAX} shards"));
+        return Err(ShardListError::Count);
     }
     for (k, s) in shards.iter().enumerate() {
         if s.index as usize != k {
-            return Err(format!("shards[{k}].index must be {k}, not {}", s.index));
+            return Err(ShardListError::Index { k, index: s.index });
         }
     }
     Ok(())
@@ -130,37 +185,35 @@ pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), String> {
 
 /// Checks that the ranges cover the key space as a plan's must (docs/FORMAT.md §12): the
 /// first `lo` 0, each `hi` the next `lo`, the last `hi` 2^64 - 1 (to the end, that ID
-/// included), every bound but the last a multiple of the partition width. Returns the first
-/// problem in a sentence.
-pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
+/// included), every bound but the last a multiple of the partition width.
+///
+/// # Errors
+/// The first problem.
+pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), ShardListError> {
     let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
-        return Err("the list has no shard".to_owned());
+        return Err(ShardListError::Empty);
     };
     if first.key_range.lo != 0 {
-        return Err("shard 0 does not begin at 0".to_owned());
+        return Err(ShardListError::Start);
     }
     if last.key_range.hi != u64::MAX {
-        return Err(format!("the last shard does not end at {}", u64::MAX));
+        return Err(ShardListError::End);
     }
     for (k, s) in shards.iter().enumerate() {
         let r = s.key_range;
         if r.lo >= r.hi {
-            return Err(format!("shard {k}'s range {} is empty", r.shown()));
+            return Err(ShardListError::EmptyRange {
+                k,
+                range: r.shown(),
+            });
         }
         if k > 0 && r.lo % PARTITION_WIDTH != 0 {
-            return Err(format!(
-                "shard {k} begins at {}, not at a partition boundary",
-                r.lo
-            ));
+            return Err(ShardListError::Unaligned { k, lo: r.lo });
         }
         if let Some(next) = shards.get(k + 1) {
             if next.key_range.lo != r.hi {
-                return Err(format!(
-                    "shard {k} ends at {} but shard {} begins at {}",
-                    r.hi,
-                    k + 1,
-                    next.key_range.lo
-                ));
+                let (hi, next) = (r.hi, next.key_range.lo);
+                return Err(ShardListError::Apart { k, hi, next });
             }
         }
     }
@@ -299,19 +352,26 @@ mod tests {
         assert_eq!(check_cover(&good), Ok(()));
         let mut gap = good.clone();
         gap[1].key_range.hi = 2 * w;
-        assert!(check_cover(&gap).unwrap_err().contains("shard 1 ends"));
+        assert!(check_cover(&gap)
+            .unwrap_err()
+            .to_string()
+            .contains("shard 1 ends"));
         let mut unaligned = good.clone();
         unaligned[1].key_range.lo = w + 1;
         unaligned[0].key_range.hi = w + 1;
         assert!(check_cover(&unaligned)
             .unwrap_err()
+            .to_string()
             .contains("partition boundary"));
         let mut short = good.clone();
         short[2].key_range.hi = u64::MAX - 1;
         assert!(check_cover(&short).is_err());
         let mut renumbered = good;
         renumbered[2].index = 7;
-        assert!(check_shape(&renumbered).unwrap_err().contains("index"));
+        assert!(check_shape(&renumbered)
+            .unwrap_err()
+            .to_string()
+            .contains("index"));
         assert!(check_shape(&[]).is_err());
     }
 

@@ -20,11 +20,15 @@ mod sync;
 mod tests;
 
 pub use merge::{merge, Merged, ShardStore};
-pub use plan::{split, split_at, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
-pub use retry::retry_shards;
+pub use plan::{
+    check_plannable, split, split_at, Plan, PlanError, ShardsError, Split, Unplannable,
+    PLAN_BYTES_MAX, PLAN_FORMAT,
+};
+pub use retry::{held_after_merge, retry_shards, HeldAfterMerge, RELEASE_FILE};
 pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError, SHARD_ENV};
 pub use split::{split_for, SplitError};
 pub use stream::{merge_into, MergeError, MergedRun};
 pub use sync::{
-    hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
+    hold, join, joined_file, joined_path, not_joined, ping_every, released_by, wait_for_joins,
+    HoldError, JoinWait, Joined,
 };

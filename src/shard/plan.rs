@@ -104,7 +104,48 @@ pub enum PlanError {
     },
     /// The shards do not cover the key space as a plan must.
     #[error("the plan's shards: {0}")]
-    Shards(String),
+    Shards(ShardsError),
+    /// The contract cannot be planned ([`check_plannable`]).
+    #[error(transparent)]
+    Unplannable(#[from] Unplannable),
+}
+
+/// A contract `plan` cannot shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unplannable {
+    /// It has a key range or a shard reference already: a plan makes them.
+    #[error("a contract to plan has no key_range and no shard (plan makes them)")]
+    Scoped,
+    /// The string codec's IDs are interned per store: no key order to cut.
+    #[error("the string codec cannot be sharded: its IDs are interned per store, so they have no key order to cut")]
+    StringCodec,
+}
+
+impl Unplannable {
+    /// The contract key the refusal is about.
+    #[must_use]
+    pub fn field(self) -> &'static str {
+        match self {
+            Unplannable::Scoped => "key_range",
+            Unplannable::StringCodec => "id_codec",
+        }
+    }
+}
+
+/// Whether `plan` can shard `contract`: none of the scope a plan makes (a key range, a shard
+/// reference), and a codec with a key order.
+///
+/// # Errors
+/// [`Unplannable`] saying which.
+pub fn check_plannable(contract: &Contract) -> Result<(), Unplannable> {
+    if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
+        return Err(Unplannable::Scoped);
+    }
+    if contract.id_codec == crate::contract::IdCodecKind::String {
+        return Err(Unplannable::StringCodec);
+    }
+    Ok(())
 }
 
 fn bad(key: &str, problem: impl Into<String>) -> PlanError {
@@ -112,6 +153,79 @@ fn bad(key: &str, problem: impl Into<String>) -> PlanError {
         key: key.to_owned(),
         problem: problem.into(),
     }
+}
+
+/// Shards that cannot cut the key space, or that do not cover it as a plan's must: every ID in
+/// exactly one shard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardsError {
+    /// A number of shards out of range, asked for (`--shards`).
+    #[error("--shards: from 1 to {SHARDS_MAX}")]
+    Count,
+    /// `lo > last`.
+    #[error("the key space {lo}..{last} is empty")]
+    EmptySpace {
+        /// The first ID.
+        lo: u64,
+        /// The last ID.
+        last: u64,
+    },
+    /// More shards than the key space has partitions for.
+    #[error("too many shards for the key space")]
+    TooMany,
+    /// A bound past the ID space.
+    #[error("the key space overflows")]
+    Overflow,
+    /// A list of shards out of range.
+    #[error("from 1 to {SHARDS_MAX} shards")]
+    Listed,
+    /// The IDs from 0 are in no shard.
+    #[error("the IDs 0 to {to} are in no shard: the first shard must begin at 0")]
+    Start {
+        /// The last ID in none.
+        to: u64,
+    },
+    /// The IDs up to the end are in no shard.
+    #[error(
+        "the IDs {from} to {} are in no shard: the last shard must run to the end ({})",
+        u64::MAX,
+        KeyRange::END
+    )]
+    End {
+        /// The first ID in none.
+        from: u64,
+    },
+    /// IDs between two shards are in neither.
+    #[error("the IDs {from} to {to} are in no shard: shard {k} ends before them, shard {} begins after", k + 1)]
+    Gap {
+        /// The shard before the gap.
+        k: usize,
+        /// The first ID in none.
+        from: u64,
+        /// The last ID in none.
+        to: u64,
+    },
+    /// IDs in two shards.
+    #[error("the IDs {from} to {to} are in shards {k} and {} both", k + 1)]
+    Overlap {
+        /// The first of the two shards.
+        k: usize,
+        /// The first ID in both.
+        from: u64,
+        /// The last ID in both.
+        to: u64,
+    },
+    /// A shard that does not begin at a partition boundary.
+    #[error(
+        "shard {k} begins at {lo}, not at a partition boundary (a multiple of {PARTITION_WIDTH})"
+    )]
+    Unaligned {
+        /// The shard.
+        k: usize,
+        /// Where it begins.
+        lo: u64,
+    },
 }
 
 /// Cuts the key space into `n` shards whose bounds divide `[lo, last]` into equal widths,
@@ -132,13 +246,13 @@ fn bad(key: &str, problem: impl Into<String>) -> PlanError {
 /// ```
 ///
 /// # Errors
-/// A sentence when `n` is 0 or above `SHARDS_MAX`, or `lo > last`.
-pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
+/// [`ShardsError::Count`] when `n` is 0 or above `SHARDS_MAX`, `EmptySpace` when `lo > last`.
+pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, ShardsError> {
     if n == 0 || n > SHARDS_MAX {
-        return Err(format!("--shards: from 1 to {SHARDS_MAX}"));
+        return Err(ShardsError::Count);
     }
     if lo > last {
-        return Err(format!("the key space {lo}..{last} is empty"));
+        return Err(ShardsError::EmptySpace { lo, last });
     }
     // In u128: no bound computed here can overflow (n <= SHARDS_MAX, far below 2^48), and
     // each cut lies within [lo, last].
@@ -163,10 +277,11 @@ pub fn split(lo: u64, last: u64, n: u32) -> Result<Vec<KeyRange>, String> {
 /// ```
 ///
 /// # Errors
-/// A sentence when there are `SHARDS_MAX` cuts or more, or too many for the key space.
-pub fn split_at(cuts: &[u64]) -> Result<Vec<KeyRange>, String> {
+/// [`ShardsError::Count`] when there are `SHARDS_MAX` cuts or more, `TooMany` when they are
+/// too many for the key space.
+pub fn split_at(cuts: &[u64]) -> Result<Vec<KeyRange>, ShardsError> {
     if cuts.len() >= SHARDS_MAX as usize {
-        return Err(format!("--shards: from 1 to {SHARDS_MAX}"));
+        return Err(ShardsError::Count);
     }
     let width = u128::from(PARTITION_WIDTH);
     let mut bounds: Vec<u128> = Vec::with_capacity(cuts.len());
@@ -183,12 +298,12 @@ pub fn split_at(cuts: &[u64]) -> Result<Vec<KeyRange>, String> {
         ceiling = b.saturating_sub(width);
     }
     if bounds.first().is_some_and(|b| *b == 0) {
-        return Err("too many shards for the key space".to_owned());
+        return Err(ShardsError::TooMany);
     }
     let mut edges = Vec::with_capacity(bounds.len() + 2);
     edges.push(0u64);
     for b in bounds {
-        edges.push(u64::try_from(b).map_err(|_| "the key space overflows".to_owned())?);
+        edges.push(u64::try_from(b).map_err(|_| ShardsError::Overflow)?);
     }
     edges.push(KeyRange::END);
     Ok(edges
@@ -198,49 +313,37 @@ pub fn split_at(cuts: &[u64]) -> Result<Vec<KeyRange>, String> {
 }
 
 /// Checks the shards' invariants (module docs): every ID of the key space in exactly one
-/// shard. The problem names the IDs in no shard, or in two.
-pub(crate) fn check_shards(shards: &[KeyRange]) -> Result<(), String> {
+/// shard.
+///
+/// # Errors
+/// [`ShardsError`] naming the IDs in no shard, or in two.
+pub(crate) fn check_shards(shards: &[KeyRange]) -> Result<(), ShardsError> {
     let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
-        return Err(format!("from 1 to {SHARDS_MAX} shards"));
+        return Err(ShardsError::Listed);
     };
     if shards.len() > SHARDS_MAX as usize {
-        return Err(format!("from 1 to {SHARDS_MAX} shards"));
+        return Err(ShardsError::Listed);
     }
     if first.lo != 0 {
-        return Err(format!(
-            "the IDs 0 to {} are in no shard: the first shard must begin at 0",
-            first.lo - 1
-        ));
+        return Err(ShardsError::Start { to: first.lo - 1 });
     }
     if !last.to_end() {
-        return Err(format!(
-            "the IDs {} to {} are in no shard: the last shard must run to the end ({})",
-            last.hi,
-            u64::MAX,
-            KeyRange::END
-        ));
+        return Err(ShardsError::End { from: last.hi });
     }
     for (k, w) in shards.windows(2).enumerate() {
-        let next = k + 1;
         if w[0].hi < w[1].lo {
-            return Err(format!(
-                "the IDs {} to {} are in no shard: shard {k} ends before them, shard {next} begins after",
-                w[0].hi,
-                w[1].lo - 1
-            ));
+            let (from, to) = (w[0].hi, w[1].lo - 1);
+            return Err(ShardsError::Gap { k, from, to });
         }
         if w[0].hi > w[1].lo {
-            return Err(format!(
-                "the IDs {} to {} are in shards {k} and {next} both",
-                w[1].lo,
-                w[0].last().min(w[1].last())
-            ));
+            let (from, to) = (w[1].lo, w[0].last().min(w[1].last()));
+            return Err(ShardsError::Overlap { k, from, to });
         }
         if w[1].lo % PARTITION_WIDTH != 0 {
-            return Err(format!(
-                "shard {next} begins at {}, not at a partition boundary (a multiple of {PARTITION_WIDTH})",
-                w[1].lo
-            ));
+            return Err(ShardsError::Unaligned {
+                k: k + 1,
+                lo: w[1].lo,
+            });
         }
     }
     Ok(())
@@ -474,7 +577,8 @@ impl Plan {
     /// the snapshot pinned into the base contract when there is one.
     ///
     /// # Errors
-    /// A sentence when the shards break the invariants.
+    /// [`PlanError::Unplannable`] for a contract [`check_plannable`] refuses,
+    /// [`PlanError::Shards`] when the shards break the invariants.
     #[allow(clippy::too_many_arguments)] // Each is one field of the plan file.
     pub fn new(
         contract: &Contract,
@@ -485,8 +589,9 @@ impl Plan {
         shards: Vec<KeyRange>,
         created_at: String,
         nonce: String,
-    ) -> Result<Plan, String> {
-        check_shards(&shards)?;
+    ) -> Result<Plan, PlanError> {
+        check_plannable(contract)?;
+        check_shards(&shards).map_err(PlanError::Shards)?;
         let mut base = contract.base();
         if snapshot_id.is_some() {
             base.snapshot_id.clone_from(&snapshot_id);

@@ -22,10 +22,9 @@ pub enum SplitError {
         /// The source's error.
         error: FetchError,
     },
-    /// The number of shards does not fit the key space (a sentence naming `--shards`'s range
-    /// or the space).
-    #[error("{0}")]
-    Shards(String),
+    /// The number of shards does not fit the key space.
+    #[error(transparent)]
+    Shards(#[from] super::plan::ShardsError),
 }
 
 /// The split of `source`'s key space into `n` shards: `key_space` (inclusive) when given,

@@ -24,6 +24,38 @@ use crate::source::{AnySource, FetchError};
 
 /// How often the coordinator looks for the shards' `joined-K` files.
 const JOIN_POLL: Duration = Duration::from_millis(10);
+/// The longest time between two statements in a held PostgreSQL transaction.
+const HOLD_PING_MAX: Duration = Duration::from_secs(15);
+/// The shortest.
+const HOLD_PING_MIN: Duration = Duration::from_millis(100);
+/// Bytes of the release file a coordinator reads (its first line says who released).
+const RELEASE_BYTES_MAX: u64 = 4096;
+
+/// How often a coordinator holding a PostgreSQL snapshot runs a statement in its transaction
+/// under a server whose `idle_in_transaction_session_timeout` is `idle_ms` (`None`: off): a
+/// third of it, from 100 ms to 15 s, so the server never ends the hold as idle.
+#[must_use]
+pub fn ping_every(idle_ms: Option<u64>) -> Duration {
+    idle_ms.map_or(HOLD_PING_MAX, |ms| {
+        Duration::from_millis(ms / 3).clamp(HOLD_PING_MIN, HOLD_PING_MAX)
+    })
+}
+
+/// Who asked for the release, when the release file `release` ([`super::RELEASE_FILE`])
+/// exists: its first line (terminal-safe) and the file; `None` while it does not.
+#[must_use]
+pub fn released_by(release: &Path) -> Option<String> {
+    if !release.exists() {
+        return None;
+    }
+    let first = crate::io_bound::read_text(release, RELEASE_BYTES_MAX).unwrap_or_default();
+    let first = first.lines().next().unwrap_or("").trim().to_owned();
+    Some(format!(
+        "{} ({})",
+        crate::receipt::terminal_safe(&first),
+        release.display()
+    ))
+}
 
 /// The file a shard writes beside the plan once it has begun the held snapshot.
 #[must_use]

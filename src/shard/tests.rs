@@ -253,3 +253,70 @@ fn merge_names_the_ids_a_plan_leaves_in_no_shard_or_in_two() {
         assert_eq!(m.reconciler.status(), crate::reconcile::Status::Failed);
     }
 }
+
+#[test]
+fn a_contract_with_a_range_or_the_string_codec_is_not_plannable() {
+    let mut c = Contract::new("customers");
+    assert_eq!(check_plannable(&c), Ok(()));
+    c.scope.key_range = KeyRange::new(0, 10);
+    assert_eq!(check_plannable(&c), Err(Unplannable::Scoped));
+    assert_eq!(Unplannable::Scoped.field(), "key_range");
+    let mut c = Contract::new("customers");
+    c.id_codec = crate::contract::IdCodecKind::String;
+    assert_eq!(check_plannable(&c), Err(Unplannable::StringCodec));
+    let split = Split {
+        by: "min_max".into(),
+        lo: 0,
+        last: 9,
+    };
+    let e = Plan::new(
+        &c,
+        "sim",
+        None,
+        false,
+        split,
+        split_ranges(),
+        String::new(),
+        String::new(),
+    );
+    assert!(matches!(
+        e,
+        Err(PlanError::Unplannable(Unplannable::StringCodec))
+    ));
+}
+
+fn split_ranges() -> Vec<KeyRange> {
+    super::split(0, 9, 2).unwrap()
+}
+
+#[test]
+fn the_hold_is_pinged_within_a_third_of_the_idle_timeout() {
+    use std::time::Duration;
+    assert_eq!(ping_every(None), Duration::from_secs(15));
+    assert_eq!(ping_every(Some(30_000)), Duration::from_secs(10));
+    assert_eq!(ping_every(Some(60)), Duration::from_millis(100));
+    assert_eq!(ping_every(Some(3_600_000)), Duration::from_secs(15));
+}
+
+#[test]
+fn a_held_snapshot_is_released_by_a_verified_merge_only() {
+    let held = |snapshot: &str| {
+        let mut p = plan(2);
+        p.snapshot_id = Some(snapshot.to_owned());
+        p.snapshot_held = true;
+        p
+    };
+    assert_eq!(held_after_merge(&plan(2), true, &[]), None);
+    let dir = std::path::Path::new("d");
+    let h = held_after_merge(&held("s1"), true, &[]).unwrap();
+    assert!(h.released && h.text(&dir.join("plan.json"), dir).contains("releases"));
+    let h = held_after_merge(&held("s1"), false, &[]).unwrap();
+    assert!(!h.released);
+    assert!(h.text(&dir.join("plan.json"), dir).contains("stays held"));
+    assert_eq!(
+        serde_json::to_value(&h).unwrap(),
+        serde_json::json!({"snapshot_id": "s1", "released": false, "retry_shards": []})
+    );
+    let h = held_after_merge(&held("mysql-sync:x"), false, &[]).unwrap();
+    assert!(h.synchronized && h.text(&dir.join("plan.json"), dir).contains("cannot join"));
+}

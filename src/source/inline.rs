@@ -221,6 +221,18 @@ pub fn spec_with_file(spec: &str, file: &std::path::Path) -> String {
     }
 }
 
+/// `spec` as a run records it: the file of a file-backed spec (a replay, a config, a SQLite
+/// database) made absolute, so a resume from another directory finds the same file; any other
+/// spec, or one whose file cannot be found, as it is.
+#[must_use]
+pub fn recordable_spec(spec: &str) -> String {
+    match super::spec_file(spec) {
+        Some((_, path)) => std::fs::canonicalize(path)
+            .map_or_else(|_| spec.to_owned(), |p| spec_with_file(spec, &p)),
+        None => spec.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.

@@ -48,8 +48,8 @@ pub use error::SourceError;
 #[cfg(feature = "http")]
 pub use http::HttpSource;
 pub use inline::{
-    content_pairs, inline_content, inline_kind, refuse_password, shown as shown_spec,
-    spec_with_file, with_content,
+    content_pairs, inline_content, inline_kind, recordable_spec, refuse_password,
+    shown as shown_spec, spec_with_file, with_content,
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{ListKind as McpList, McpConfig, McpSource};

@@ -239,6 +239,131 @@ impl From<ReadError> for WriteError {
     }
 }
 
+/// What an error asks of whoever called: to correct the input (the file or argument given),
+/// to wait for another process, or nothing they can do (an internal failure: a failing disk,
+/// a failed commit). Every face turns it into its own signal alike (the CLI's exit codes 2, 5
+/// and 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Bad input: correct what the error names.
+    Input,
+    /// Another process holds the store or the run: wait, or stop it.
+    Busy,
+    /// An internal failure.
+    Internal,
+}
+
+impl OpenError {
+    /// The kind of problem as one word, for programs (`store_busy`, `store_not_found`, ...).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OpenError::NotFound { .. } => "store_not_found",
+            OpenError::NoDirectory { .. } => "store_no_directory",
+            OpenError::IsDirectory { .. } => "store_is_directory",
+            OpenError::PermissionDenied { .. } => "store_permission",
+            OpenError::Empty { .. } => "store_empty",
+            OpenError::NotAStore { .. } => "store_not_a_store",
+            OpenError::NewerFormat { .. } => "store_newer_format",
+            OpenError::OlderFormat { .. } => "store_older_format",
+            OpenError::Busy { .. } => "store_busy",
+            OpenError::Damaged { .. } => "store_damaged",
+            OpenError::Io { .. } => "store_io",
+        }
+    }
+
+    /// What the error asks of the caller.
+    #[must_use]
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            OpenError::Busy { .. } => ErrorClass::Busy,
+            OpenError::Io { .. } => ErrorClass::Internal,
+            _ => ErrorClass::Input,
+        }
+    }
+
+    /// The store file.
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            OpenError::NotFound { path }
+            | OpenError::NoDirectory { path, .. }
+            | OpenError::IsDirectory { path }
+            | OpenError::PermissionDenied { path, .. }
+            | OpenError::Empty { path }
+            | OpenError::NotAStore { path, .. }
+            | OpenError::NewerFormat { path, .. }
+            | OpenError::OlderFormat { path, .. }
+            | OpenError::Busy { path }
+            | OpenError::Damaged { path, .. }
+            | OpenError::Io { path, .. } => path,
+        }
+    }
+}
+
+impl ReadError {
+    /// The kind of problem as one word, for programs (`unknown_run`, `store_damaged`, ...).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReadError::UnknownRun { .. } => "unknown_run",
+            ReadError::Damaged { .. } | ReadError::Closed { .. } => "store_damaged",
+            ReadError::Io { .. } => "store_io",
+        }
+    }
+
+    /// What the error asks of the caller.
+    #[must_use]
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ReadError::Io { .. } => ErrorClass::Internal,
+            _ => ErrorClass::Input,
+        }
+    }
+
+    /// The store file.
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            ReadError::UnknownRun { path, .. }
+            | ReadError::Damaged { path, .. }
+            | ReadError::Closed { path }
+            | ReadError::Io { path, .. } => path,
+        }
+    }
+}
+
+impl WriteError {
+    /// The kind of problem as one word, for programs (`store_busy`, `not_resumable`, ...).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WriteError::UnknownRun { .. } => "unknown_run",
+            WriteError::NotResumable { .. } => "not_resumable",
+            WriteError::RunLive { .. } | WriteError::Busy { .. } => "store_busy",
+            WriteError::ReadOnly { .. } => "internal",
+            WriteError::Damaged { .. } | WriteError::Closed { .. } => "store_damaged",
+            WriteError::Poisoned { .. } | WriteError::InvalidRun { .. } | WriteError::Io { .. } => {
+                "store_io"
+            }
+        }
+    }
+
+    /// What the error asks of the caller.
+    #[must_use]
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            WriteError::UnknownRun { .. }
+            | WriteError::NotResumable { .. }
+            | WriteError::Damaged { .. }
+            | WriteError::Closed { .. } => ErrorClass::Input,
+            WriteError::RunLive { .. } | WriteError::Busy { .. } => ErrorClass::Busy,
+            _ => ErrorClass::Internal,
+        }
+    }
+}
+
 /// What went wrong inside the engine, before the operation names it.
 #[derive(Debug)]
 pub(crate) enum Failure {

@@ -11,6 +11,19 @@ use super::{RunState, Store};
 use crate::receipt::RunId;
 
 impl Store {
+    /// Removes `run` when it committed no page and was not restarted: a run its source refused
+    /// at its first request, so that no run is left that `resume` would only fail on again.
+    /// Returns whether it was removed; a run that cannot be read or deleted stays as it is
+    /// (`runs` shows it interrupted).
+    pub fn discard_unstarted(&mut self, run: RunId) -> bool {
+        let unstarted = self
+            .read()
+            .ok()
+            .and_then(|snap| snap.header(run).ok())
+            .is_some_and(|h| h.pages_observed == 0 && h.state != RunState::Superseded);
+        unstarted && self.delete_run(run).is_ok()
+    }
+
     /// Deletes a run and everything recorded for it, in one transaction. A run another
     /// process is writing is refused.
     ///

@@ -57,7 +57,7 @@ mod unfinished;
 mod writer;
 
 pub use engine::inside_engine_call;
-pub use error::{Cause, OpenError, ReadError, WriteError};
+pub use error::{Cause, ErrorClass, OpenError, ReadError, WriteError};
 pub(crate) use merged::{MergedWriter, PARTITION_BATCH, RECORD_BATCH};
 pub use options::StoreOptions;
 pub use run::{LoadedRun, Raise, RunHeader, RunState, RunSummary, ScopeKey};

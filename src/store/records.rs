@@ -104,8 +104,9 @@ impl MergeRecord {
     /// The stored form of a merged run's list, checked as a plan's (every run `run-N`, every
     /// digest `sha256:` + 64 hex digits, the ranges a cover of the key space).
     pub(crate) fn of(m: &MergedFrom) -> Result<MergeRecord, String> {
-        crate::receipt::check_shape(&m.shards)?;
-        crate::receipt::check_cover(&m.shards)?;
+        crate::receipt::check_shape(&m.shards)
+            .and(crate::receipt::check_cover(&m.shards))
+            .map_err(|e| e.to_string())?;
         let digest_of = |what: &str, s: &str| {
             digest::parse_display(s).ok_or_else(|| format!("{what} {s:?} is not a sha256: digest"))
         };

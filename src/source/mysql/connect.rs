@@ -11,6 +11,7 @@ use std::path::Path;
 use mysql_async::{Opts, OptsBuilder, UrlError};
 use serde_json::{Map, Value};
 
+use crate::json::ConfigError;
 use crate::source::sql::dialect::{Connect, TableName};
 
 /// Characters of one identifier (MySQL's own limit is 64).
@@ -45,8 +46,8 @@ impl Connect for MyConnect {
         ))
     }
 
-    fn parse(dsn: &str, _: &Map<String, Value>, _: &Path) -> Result<MyConnect, String> {
-        let opts = Opts::from_url(dsn).map_err(|e| format!("dsn: {}", url_problem(&e)))?;
+    fn parse(dsn: &str, _: &Map<String, Value>, _: &Path) -> Result<MyConnect, ConfigError> {
+        let opts = Opts::from_url(dsn).map_err(|e| ConfigError::invalid("dsn", url_problem(&e)))?;
         // A DSN names a TCP server; the driver would otherwise switch to a local socket it
         // discovers, and a user granted for 127.0.0.1 may not be granted for localhost.
         let mut builder = OptsBuilder::from_opts(opts.clone()).prefer_socket(false);

@@ -34,8 +34,8 @@ use mysql_async::{Conn, Row};
 
 use super::sql::config::SqlConfig;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
-    Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
+    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::PageRows;
@@ -82,7 +82,7 @@ impl MysqlConfig {
     /// Reads and parses a config file; a `dsn_env` is read from the environment now.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key.
+    /// `SourceError::Io` when unreadable, `SourceError::ConfigFile` naming the key.
     pub fn open(path: &Path) -> Result<MysqlConfig, SourceError> {
         let (sql, connect) = super::sql::config::open::<MyDialect>(path)?;
         Ok(MysqlConfig { sql, connect })
@@ -91,7 +91,7 @@ impl MysqlConfig {
     /// Parses config text; `path` only names the file in errors, `env` looks up `dsn_env`.
     ///
     /// # Errors
-    /// `SourceError::Config` naming the key.
+    /// `SourceError::ConfigFile` naming the key.
     pub fn parse(
         path: &Path,
         text: &str,
@@ -123,7 +123,7 @@ impl MysqlSource {
     /// Reads the config file; connects only on the first request.
     ///
     /// # Errors
-    /// `SourceError::Io` or `SourceError::Config` naming the key.
+    /// `SourceError::Io` or `SourceError::ConfigFile` naming the key.
     pub fn open(path: &Path) -> Result<MysqlSource, SourceError> {
         Ok(MysqlSource(SqlSource::open(path)?))
     }
@@ -476,12 +476,12 @@ impl Dialect for MyDialect {
         format!("CASE WHEN (\n{predicate}\n) THEN 1 ELSE 0 END")
     }
 
-    fn table(text: &str, connect: &MyConnect) -> Result<TableName, String> {
-        connect::table(text, connect)
+    fn table(text: &str, connect: &MyConnect) -> Result<TableName, NameError> {
+        connect::table(text, connect).map_err(NameError)
     }
 
-    fn column(text: &str) -> Result<String, String> {
-        connect::ident(text)?;
+    fn column(text: &str) -> Result<String, NameError> {
+        connect::ident(text).map_err(NameError)?;
         Ok(text.to_owned())
     }
 

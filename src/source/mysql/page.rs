@@ -91,13 +91,14 @@ fn feed(row: &Row, row_no: usize, kinds: &[Kind], rows: &mut PageRows<'_>) -> Re
     let n_labels = rows.labels();
     let key_type = rows.key_type();
     let invalid = |p: String| Stop::Invalid(format!("row {row_no} of the page: {p}"));
-    rows.add_bytes(row_bytes(row)).map_err(Stop::Invalid)?;
+    rows.add_bytes(row_bytes(row))
+        .map_err(|e| Stop::Invalid(e.into()))?;
     let equal = row.as_ref(0).is_some_and(value::is_set);
     let key = row
         .as_ref(1)
         .ok_or_else(|| invalid("no key column".into()))?;
     let key = value::key_of(key_type, key).map_err(invalid)?;
-    match rows.row(key, equal).map_err(Stop::Invalid)? {
+    match rows.row(key, equal).map_err(|e| Stop::Invalid(e.into()))? {
         Fed::Bound => {}
         Fed::Past => return Ok(false),
         Fed::Item(mut r) => {
@@ -105,9 +106,9 @@ fn feed(row: &Row, row_no: usize, kinds: &[Kind], rows: &mut PageRows<'_>) -> Re
                 r.label(j, row.as_ref(2 + j).is_some_and(value::is_set));
             }
             let cell = |c: usize| row.as_ref(2 + n_labels + c).unwrap_or(&value::NULL);
-            value::each_content(kinds, cell, |cv| r.value(cv))
+            value::each_content(kinds, cell, |cv| r.value(cv).map_err(String::from))
                 .map_err(|(c, p)| Stop::Invalid(r.problem(c, &p)))?;
-            r.end().map_err(Stop::Invalid)?;
+            r.end().map_err(|e| Stop::Invalid(e.into()))?;
         }
     }
     Ok(true)

@@ -19,7 +19,7 @@ fn parse(text: &str) -> Result<MysqlConfig, String> {
         (name == "MY_DSN").then(|| "mysql://u:hunter2-canary@db.example:3307/shop".to_owned())
     })
     .map_err(|e| match e {
-        SourceError::Config { problem, .. } => problem,
+        SourceError::ConfigFile { error, .. } => error.to_string(),
         other => panic!("{other:?}"),
     })
 }
@@ -68,28 +68,31 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
     );
     check_refused(
         r#"{"dsn": "mysql://h/db", "key": "id"}"#,
-        "missing key \"table\"",
+        "missing required key \"table\"",
     );
     check_refused(
         r#"{"dsn": "mysql://h/db", "table": "t"}"#,
-        "missing key \"key\"",
+        "missing required key \"key\"",
     );
     check_refused(
         r#"{"dsn": "mysql://h", "table": "t", "key": "id"}"#,
         "name the schema",
     );
-    check_refused(&format!("{{{base}, \"where\": \"  \"}}"), "where: is empty");
+    check_refused(
+        &format!("{{{base}, \"where\": \"  \"}}"),
+        "key \"where\": is empty",
+    );
     check_refused(
         &format!("{{{base}, \"labels\": [\"a\"]}}"),
-        "labels: must be an object",
+        "key \"labels\": must be an object",
     );
     check_refused(
         &format!("{{{base}, \"labels\": {{\"a\": 1}}}}"),
-        "labels.a: must be an SQL predicate",
+        "key \"labels.a\": must be an SQL predicate",
     );
     check_refused(
         &format!("{{{base}, \"content\": \"email\"}}"),
-        "content: must be an array",
+        "key \"content\": must be an array",
     );
     check_refused(
         &format!("{{{base}, \"content\": [\"Email\", \"email\"]}}"),
@@ -97,11 +100,11 @@ fn config_keys_are_parsed_strictly_and_named_in_errors() {
     );
     check_refused(
         &format!("{{{base}, \"pause_ms\": 60001}}"),
-        "pause_ms: must be an integer",
+        "key \"pause_ms\": must be an integer",
     );
     check_refused(
         &format!("{{{base}, \"prefetch\": \"no\"}}"),
-        "prefetch: must be true or false",
+        "key \"prefetch\": must be true or false",
     );
     check_refused(
         &format!("{{{base}, \"key\": \"id\"}}"),
@@ -199,7 +202,9 @@ fn the_plan_selects_key_labels_and_content_in_order() {
             key_type: sql::key_type(&text(bad)),
             ..cat.clone()
         };
-        let e = crate::source::sql::plan::decide::<MyDialect>(&cat, "id", None).unwrap_err();
+        let e = crate::source::sql::plan::decide::<MyDialect>(&cat, "id", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("integer type or CHAR/VARCHAR"), "{bad}: {e}");
     }
 }

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+use crate::json::ConfigError;
 use crate::source::sql::dialect::{Connect, TableName};
 
 /// Bytes of an identifier: PostgreSQL's NAMEDATALEN - 1. A longer one would be truncated
@@ -62,7 +63,7 @@ impl Connect for PgConnect {
         ))
     }
 
-    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<PgConnect, String> {
+    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<PgConnect, ConfigError> {
         let mut config = parse_dsn(dsn)?;
         if config.get_password().is_none() {
             if let Some(pw) = pgpass(&config, &|k| std::env::var(k).ok()) {
@@ -135,15 +136,15 @@ fn pgpass(config: &tokio_postgres::Config, env: &dyn Fn(&str) -> Option<String>)
 /// Parses a DSN (URL or key=value). The driver's own message is shown only when it names an
 /// option and nothing else: other parse messages may quote a character of the text, which
 /// could be part of the password.
-fn parse_dsn(text: &str) -> Result<tokio_postgres::Config, String> {
+fn parse_dsn(text: &str) -> Result<tokio_postgres::Config, ConfigError> {
     tokio_postgres::Config::from_str(text).map_err(|e| {
         let cause = std::error::Error::source(&e).map(ToString::to_string);
-        match cause {
+        ConfigError::invalid("dsn", match cause {
             Some(c) if c.starts_with("unknown option `") || c.starts_with("invalid value for option `") => {
-                format!("dsn: {c} (sslmode takes disable, prefer or require; see sslrootcert)")
+                format!("{c} (sslmode takes disable, prefer or require; see sslrootcert)")
             }
-            _ => "dsn: not a connection string (a URL such as postgresql://user@host:5432/db, or key=value pairs)".to_owned(),
-        }
+            _ => "not a connection string (a URL such as postgresql://user@host:5432/db, or key=value pairs)".to_owned(),
+        })
     })
 }
 

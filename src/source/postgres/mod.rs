@@ -33,8 +33,8 @@ use tokio_postgres::{Client, Statement};
 use self::connect::{quote_ident, PgConnect};
 use self::value::ContentKind;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
-    Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
+    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
 };
 use super::sql::key::{KeyType, Param};
 use super::sql::rows::PageRows;
@@ -140,7 +140,7 @@ impl PostgresSource {
     /// Reads a `postgres:` config file.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong
+    /// `SourceError::Io` when unreadable, `SourceError::ConfigFile` naming the key that is wrong
     /// (an unknown key, a missing DSN, an `sslrootcert` that is not PEM, ...).
     pub fn open(path: &Path) -> Result<PostgresSource, SourceError> {
         Ok(PostgresSource(SqlSource::open(path)?))
@@ -512,12 +512,12 @@ impl Dialect for PgDialect {
         format!("(({predicate}\n) IS TRUE)")
     }
 
-    fn table(text: &str, _: &PgConnect) -> Result<TableName, String> {
-        connect::table(text)
+    fn table(text: &str, _: &PgConnect) -> Result<TableName, NameError> {
+        connect::table(text).map_err(NameError)
     }
 
-    fn column(text: &str) -> Result<String, String> {
-        connect::column(text)
+    fn column(text: &str) -> Result<String, NameError> {
+        connect::column(text).map_err(NameError)
     }
 
     /// A page is one row of arrays, one array per column (the key, each label, each content

@@ -20,7 +20,7 @@ fn check_config(value: serde_json::Value, expected: Result<(), &str>) -> Option<
     match (got, expected) {
         (Ok(c), Ok(())) => Some(c),
         (Err(e), Err(want)) => {
-            let shown = e;
+            let shown = e.to_string();
             assert!(shown.contains(want), "{shown:?} lacks {want:?}");
             assert!(!shown.contains("hunter2canary"), "{shown}");
             None
@@ -42,27 +42,36 @@ fn config_is_strict_and_names_the_key() {
     check_config(with("tabel", json!("t")), Err("unknown key \"tabel\""));
     check_config(
         json!({"table": "t", "key": "id"}),
-        Err("missing key \"dsn\""),
+        Err("missing required key \"dsn\""),
     );
     check_config(with("dsn_env", json!("PG_DSN")), Err("not both"));
     check_config(
         json!({"dsn_env": "NOPE_UNSET", "table": "t", "key": "id"}),
-        Err("dsn_env: the environment variable \"NOPE_UNSET\" is not set"),
+        Err("key \"dsn_env\": the environment variable \"NOPE_UNSET\" is not set"),
     );
-    check_config(with("key", json!("a.b")), Err("key: expected one column"));
-    check_config(with("table", json!("a.b.c")), Err("table: expected"));
+    check_config(
+        with("key", json!("a.b")),
+        Err("key \"key\": expected one column"),
+    );
+    check_config(
+        with("table", json!("a.b.c")),
+        Err("key \"table\": expected"),
+    );
     check_config(
         with("table", json!("1t")),
-        Err("table: \"1t\" is not an identifier"),
+        Err("key \"table\": \"1t\" is not an identifier"),
     );
     check_config(
         with("labels", json!({"x": 3})),
-        Err("labels.x: must be an SQL predicate"),
+        Err("key \"labels.x\": must be an SQL predicate"),
     );
-    check_config(with("labels", json!({"x": " "})), Err("labels.x: is empty"));
+    check_config(
+        with("labels", json!({"x": " "})),
+        Err("key \"labels.x\": is empty"),
+    );
     check_config(
         with("content", json!(["a", 1])),
-        Err("content[1]: must be a column name"),
+        Err("key \"content[1]\": must be a string"),
     );
     check_config(with("page_delay_ms", json!(-1)), Err("page_delay_ms"));
     check_config(
@@ -91,7 +100,7 @@ fn the_password_never_shows() {
     // A malformed DSN: the parse error may not quote the text around the password.
     check_config(
         json!({"dsn": "host='127.0.0.1 password=hunter2canary", "table": "t", "key": "id"}),
-        Err("dsn: not a connection string"),
+        Err("key \"dsn\": not a connection string"),
     );
     check_config(
         json!({"dsn": "user=u password=hunter2canary port=x", "table": "t", "key": "id"}),

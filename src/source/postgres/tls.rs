@@ -19,36 +19,34 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::connect::ROOTCERT_BYTES_MAX;
+use crate::json::ConfigError;
 
 /// The connector tokio-postgres uses for every connection of the source.
 pub(crate) fn connector(
     rootcert: Option<&Path>,
-) -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, ConfigError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(|e| ConfigError::invalid("", format!("TLS setup: {e}")))?;
     let config = match rootcert {
         Some(path) => {
+            let bad = |p: String| ConfigError::invalid("sslrootcert", p);
             // Bounded while reading, whatever size the file states.
             let pem = crate::io_bound::read_text(path, ROOTCERT_BYTES_MAX)
-                .map_err(|e| format!("sslrootcert: {}", crate::source::mapping::chain_text(&e)))?;
+                .map_err(|e| bad(crate::source::mapping::chain_text(&e)))?;
             let mut roots = RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
-                let cert =
-                    cert.map_err(|e| format!("sslrootcert: {} is not PEM: {e}", path.display()))?;
+                let cert = cert.map_err(|e| bad(format!("{} is not PEM: {e}", path.display())))?;
                 roots.add(cert).map_err(|e| {
-                    format!(
-                        "sslrootcert: {} holds an unusable certificate: {e}",
+                    bad(format!(
+                        "{} holds an unusable certificate: {e}",
                         path.display()
-                    )
+                    ))
                 })?;
             }
             if roots.is_empty() {
-                return Err(format!(
-                    "sslrootcert: {} holds no certificate",
-                    path.display()
-                ));
+                return Err(bad(format!("{} holds no certificate", path.display())));
             }
             builder.with_root_certificates(roots).with_no_client_auth()
         }

@@ -1,6 +1,7 @@
 //! The config of every SQL source (`postgres:`, `mysql:`, `sqlite:` CONFIG.json, or an inline
-//! spec's query, `spec.rs`): parsed strictly into
-//! what the core reads (table, key, scope, labels, content, pacing) and the dialect's own
+//! spec's query, `spec.rs`): read through the strict config layer (`json::from_value`: unknown
+//! keys refused with the key meant, every error naming the key, a file's at its line and
+//! column) into what the core reads (table, key, scope, labels, content, pacing) and the dialect's own
 //! connection options.
 //!
 //! Owns what the operator wrote and nothing else: no connection, no SQL beyond quoting.
@@ -16,12 +17,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::dialect::{Connect, Dialect, TableName};
 use crate::content::CONTENT_VALUES_MAX;
 use crate::contract::{LABELS_PER_ITEM_MAX, LABEL_LEN_MAX};
-use crate::error::{config_error, SourceError};
+use crate::json::{self, ConfigError, Numbers};
+use crate::source::SourceError;
 
 /// Bytes of a config file.
 pub(crate) const CONFIG_BYTES_MAX: u64 = 1024 * 1024;
@@ -30,19 +33,35 @@ pub(crate) const PREDICATE_LEN_MAX: usize = 64 * 1024;
 /// Longest `page_delay_ms` and `pause_ms`.
 pub(crate) const PAGE_DELAY_MS_MAX: u64 = 60_000;
 
-/// The keys every SQL config may have; a dialect adds its own ([`Connect::KEYS`]).
-const KEYS: &[&str] = &[
-    "dsn",
-    "dsn_env",
-    "table",
-    "key",
-    "where",
-    "labels",
-    "content",
-    "page_delay_ms",
-    "pause_ms",
-    "prefetch",
-];
+/// The keys every SQL config may have, as written; a dialect adds its own ([`Connect::KEYS`]),
+/// read by the dialect from the rest of the object.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SqlFile {
+    #[serde(default, deserialize_with = "non_empty_opt")]
+    dsn: Option<String>,
+    #[serde(default, deserialize_with = "non_empty_opt")]
+    dsn_env: Option<String>,
+    #[serde(default, deserialize_with = "non_empty_opt")]
+    table: Option<String>,
+    #[serde(default, deserialize_with = "non_empty_opt")]
+    key: Option<String>,
+    #[serde(rename = "where", default, deserialize_with = "non_empty_opt")]
+    where_sql: Option<String>,
+    labels: Option<Map<String, Value>>,
+    content: Option<Vec<String>>,
+    page_delay_ms: Option<u64>,
+    pause_ms: Option<u64>,
+    prefetch: Option<bool>,
+}
+
+/// An optional string that, when given, must not be empty.
+fn non_empty_opt<'de, De: Deserializer<'de>>(d: De) -> Result<Option<String>, De::Error> {
+    match Option::<String>::deserialize(d)? {
+        Some(s) if s.is_empty() => Err(serde::de::Error::custom("must not be empty")),
+        s => Ok(s),
+    }
+}
 
 /// A parsed, validated SQL source config, less the connection options.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +115,8 @@ impl SqlConfig {
 /// Reads and validates a config file; a `dsn_env` is read from the environment now.
 ///
 /// # Errors
-/// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong.
+/// `SourceError::Io` when unreadable, `SourceError::ConfigFile` naming the key that is wrong,
+/// at its line and column.
 pub(crate) fn open<D: Dialect>(path: &Path) -> Result<(SqlConfig, D::Connect), SourceError> {
     // Bounded while reading, whatever size the file states (a pipe, `/dev/zero`).
     let text = crate::io_bound::read_text(path, CONFIG_BYTES_MAX)?;
@@ -106,18 +126,21 @@ pub(crate) fn open<D: Dialect>(path: &Path) -> Result<(SqlConfig, D::Connect), S
 /// Parses config text; `path` names the file in errors, `env` reads `dsn_env`.
 ///
 /// # Errors
-/// `SourceError::Config` naming the key that is wrong.
+/// `SourceError::ConfigFile` naming the key that is wrong, at its line and column.
 pub(crate) fn parse<D: Dialect>(
     path: &Path,
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(SqlConfig, D::Connect), SourceError> {
-    let value = crate::json::parse(text, crate::json::Numbers::Integers)
-        .map_err(|e| config_error(path, e.to_string()))?;
-    let obj = value
-        .as_object()
-        .ok_or_else(|| config_error(path, "must be a JSON object"))?;
-    from_object::<D>(path, obj, env).map_err(|problem| config_error(path, problem))
+    let at = |error: ConfigError| SourceError::ConfigFile {
+        path: path.to_owned(),
+        error: error.placed(text),
+    };
+    let value = json::parse(text, Numbers::Integers).map_err(|e| at(e.into()))?;
+    let Value::Object(obj) = value else {
+        return Err(at(ConfigError::invalid("", "must be a JSON object")));
+    };
+    from_object::<D>(path, &obj, env).map_err(at)
 }
 
 /// Validates a config object (a file's, or an inline spec's parameters).
@@ -128,148 +151,216 @@ pub(crate) fn from_object<D: Dialect>(
     path: &Path,
     obj: &Map<String, Value>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<(SqlConfig, D::Connect), String> {
-    let known = KEYS
-        .iter()
-        .chain(<D::Connect as Connect>::KEYS)
-        .copied()
-        .collect::<Vec<_>>();
-    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
-        let meant = crate::json::closest(k, &known)
-            .map_or_else(String::new, |m| format!("; did you mean {m:?}?"));
-        return Err(format!(
-            "unknown key {k:?}{meant} (known: {})",
-            known.join(", ")
-        ));
-    }
-    let dsn = match (string(obj, "dsn")?, string(obj, "dsn_env")?) {
-        (Some(d), None) => d.to_owned(),
-        (None, Some(var)) => env(var)
-            .ok_or_else(|| format!("dsn_env: the environment variable {var:?} is not set"))?,
-        (Some(_), Some(_)) => return Err("give dsn or dsn_env, not both".to_owned()),
-        (None, None) => return Err("missing key \"dsn\" (or \"dsn_env\")".to_owned()),
+) -> Result<(SqlConfig, D::Connect), ConfigError> {
+    let [own, dialect] = <[_; 2]>::try_from(json::split_keys(
+        &Value::Object(obj.clone()),
+        &[
+            json::field_names::<SqlFile>(),
+            <D::Connect as Connect>::KEYS,
+        ],
+    )?)
+    .unwrap_or_default();
+    let file: SqlFile = json::from_value(&Value::Object(own))?;
+    let dsn = match (file.dsn, &file.dsn_env) {
+        (Some(d), None) => d,
+        (None, Some(var)) => env(var).ok_or_else(|| {
+            ConfigError::invalid(
+                "dsn_env",
+                format!("the environment variable {var:?} is not set"),
+            )
+        })?,
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::invalid(
+                "dsn_env",
+                "give dsn or dsn_env, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ConfigError::invalid(
+                "",
+                "missing required key \"dsn\" (or \"dsn_env\")",
+            ))
+        }
     };
-    let connect = D::Connect::parse(&dsn, obj, path)?;
+    let connect = D::Connect::parse(&dsn, &dialect, path)?;
     drop(dsn);
 
-    let table_text = string(obj, "table")?.ok_or("missing key \"table\"")?;
-    let table = D::table(table_text, &connect).map_err(|p| format!("table: {p}"))?;
-    let key_text = string(obj, "key")?.ok_or("missing key \"key\"")?;
-    let key = D::column(key_text).map_err(|p| format!("key: {p}"))?;
-
-    let where_sql = string(obj, "where")?.map(str::to_owned);
-    if let Some(w) = &where_sql {
-        predicate(w).map_err(|p| format!("where: {p}"))?;
+    // Required, but said after the DSN, which a config needs first.
+    let table = file.table.ok_or_else(|| ConfigError::missing("table"))?;
+    let table = D::table(&table, &connect).map_err(|p| ConfigError::invalid("table", p.0))?;
+    let key = file.key.ok_or_else(|| ConfigError::missing("key"))?;
+    let key = D::column(&key).map_err(|p| ConfigError::invalid("key", p.0))?;
+    if let Some(w) = &file.where_sql {
+        predicate(&["where"], w)?;
     }
     Ok((
         SqlConfig {
             path: path.to_owned(),
             table,
             key,
-            where_sql,
-            labels: labels(obj)?,
-            content: content::<D>(obj)?,
-            page_delay: delay(obj, "page_delay_ms")?,
-            pause: delay(obj, "pause_ms")?,
-            prefetch: match obj.get("prefetch") {
-                None | Some(Value::Null) => true,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => return Err("prefetch: must be true or false".to_owned()),
-            },
+            where_sql: file.where_sql,
+            labels: labels(file.labels)?,
+            content: content::<D>(file.content)?,
+            page_delay: delay("page_delay_ms", file.page_delay_ms)?,
+            pause: delay("pause_ms", file.pause_ms)?,
+            prefetch: file.prefetch.unwrap_or(true),
         },
         connect,
     ))
 }
 
-fn labels(obj: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
-    let mut labels = Vec::new();
-    match obj.get("labels") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            if m.len() > LABELS_PER_ITEM_MAX {
-                return Err(format!(
-                    "labels: at most {LABELS_PER_ITEM_MAX} labels (an item may carry every one)"
-                ));
-            }
-            for (name, pred) in m {
-                if name.is_empty() || name.len() > LABEL_LEN_MAX {
-                    return Err(format!(
-                        "labels: a label name must have 1 to {LABEL_LEN_MAX} bytes"
-                    ));
-                }
-                let Value::String(pred) = pred else {
-                    return Err(format!(
-                        "labels.{name}: must be an SQL predicate as a string"
-                    ));
-                };
-                predicate(pred).map_err(|p| format!("labels.{name}: {p}"))?;
-                labels.push((name.clone(), pred.clone()));
-            }
+fn labels(given: Option<Map<String, Value>>) -> Result<Vec<(String, String)>, ConfigError> {
+    let given = given.unwrap_or_default();
+    if given.len() > LABELS_PER_ITEM_MAX {
+        return Err(ConfigError::invalid(
+            "labels",
+            format!("at most {LABELS_PER_ITEM_MAX} labels (an item may carry every one)"),
+        ));
+    }
+    let mut labels = Vec::with_capacity(given.len());
+    for (name, pred) in given {
+        if name.is_empty() || name.len() > LABEL_LEN_MAX {
+            return Err(ConfigError::invalid(
+                "labels",
+                format!("a label name must have 1 to {LABEL_LEN_MAX} bytes"),
+            ));
         }
-        Some(_) => return Err("labels: must be an object of NAME: SQL_PREDICATE".to_owned()),
+        let Value::String(pred) = pred else {
+            return Err(ConfigError::invalid_at(
+                &["labels", &name],
+                "must be an SQL predicate as a string",
+            ));
+        };
+        predicate(&["labels", &name], &pred)?;
+        labels.push((name, pred));
     }
     Ok(labels)
 }
 
-fn content<D: Dialect>(obj: &Map<String, Value>) -> Result<Vec<String>, String> {
-    let mut content: Vec<String> = Vec::new();
-    match obj.get("content") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(cols)) => {
-            if cols.len() > CONTENT_VALUES_MAX {
-                return Err(format!("content: at most {CONTENT_VALUES_MAX} columns"));
-            }
-            for (i, c) in cols.iter().enumerate() {
-                let Value::String(c) = c else {
-                    return Err(format!("content[{i}]: must be a column name"));
-                };
-                let name = D::column(c).map_err(|p| format!("content[{i}]: {p}"))?;
-                // The same column twice (as the server compares names) is a mistake.
-                if content.iter().any(|x| D::same_column(x, &name)) {
-                    return Err(format!("content[{i}]: column {c:?} is named twice"));
-                }
-                content.push(name);
-            }
+fn content<D: Dialect>(given: Option<Vec<String>>) -> Result<Vec<String>, ConfigError> {
+    let given = given.unwrap_or_default();
+    if given.len() > CONTENT_VALUES_MAX {
+        return Err(ConfigError::invalid(
+            "content",
+            format!("at most {CONTENT_VALUES_MAX} columns"),
+        ));
+    }
+    let mut content: Vec<String> = Vec::with_capacity(given.len());
+    for (i, c) in given.iter().enumerate() {
+        let at = |p: String| ConfigError::invalid(&format!("content[{i}]"), p);
+        let name = D::column(c).map_err(|p| at(p.0))?;
+        // The same column twice (as the server compares names) is a mistake.
+        if content.iter().any(|x| D::same_column(x, &name)) {
+            return Err(at(format!("column {c:?} is named twice")));
         }
-        Some(_) => return Err("content: must be an array of column names".to_owned()),
+        content.push(name);
     }
     Ok(content)
 }
 
-fn delay(obj: &Map<String, Value>, key: &str) -> Result<Duration, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(Duration::ZERO),
-        Some(v) => match v.as_u64() {
-            Some(ms) if ms <= PAGE_DELAY_MS_MAX => Ok(Duration::from_millis(ms)),
-            _ => Err(format!(
-                "{key}: must be an integer from 0 to {PAGE_DELAY_MS_MAX}"
-            )),
-        },
+fn delay(key: &str, ms: Option<u64>) -> Result<Duration, ConfigError> {
+    match ms {
+        None => Ok(Duration::ZERO),
+        Some(ms) if ms <= PAGE_DELAY_MS_MAX => Ok(Duration::from_millis(ms)),
+        Some(_) => Err(ConfigError::invalid(
+            key,
+            format!("must be an integer from 0 to {PAGE_DELAY_MS_MAX}"),
+        )),
     }
 }
 
-/// A string key: absent, or a non-empty string.
+/// A dialect's string key: absent, or a non-empty string.
+///
+/// # Errors
+/// The value is not a string, or is empty.
 pub(crate) fn string<'a>(
     obj: &'a Map<String, Value>,
     key: &str,
-) -> Result<Option<&'a str>, String> {
+) -> Result<Option<&'a str>, ConfigError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
-        Some(Value::String(_)) => Err(format!("{key}: must not be empty")),
-        Some(_) => Err(format!("{key}: must be a string")),
+        Some(Value::String(_)) => Err(ConfigError::invalid(key, "must not be empty")),
+        Some(_) => Err(ConfigError::invalid(key, "must be a string")),
     }
 }
 
-fn predicate(sql: &str) -> Result<(), String> {
-    if sql.len() > PREDICATE_LEN_MAX {
-        return Err(format!("longer than {PREDICATE_LEN_MAX} bytes"));
+/// An SQL predicate the operator wrote, at the path `keys`.
+fn predicate(keys: &[&str], sql: &str) -> Result<(), ConfigError> {
+    let problem = if sql.len() > PREDICATE_LEN_MAX {
+        format!("longer than {PREDICATE_LEN_MAX} bytes")
+    } else if sql.contains('\0') {
+        "contains a NUL character".to_owned()
+    } else if sql.trim().is_empty() {
+        "is empty".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::invalid_at(keys, problem))
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+    use super::*;
+    use crate::source::sqlite::LiteDialect;
+
+    fn refused(text: &str) -> String {
+        parse::<LiteDialect>(Path::new("c.json"), text, |_| None)
+            .unwrap_err()
+            .to_string()
     }
-    if sql.contains('\0') {
-        return Err("contains a NUL character".to_owned());
+
+    #[test]
+    fn a_config_file_error_is_placed_and_worded_as_every_config_files() {
+        let base = "{\"dsn\": \"a.db\", \"table\": \"t\", \"key\": \"id\",\n ";
+        assert_eq!(
+            refused(&format!("{base}\"tables\": 1}}")),
+            "c.json:2:2: unknown key \"tables\"; did you mean \"table\"?"
+        );
+        assert_eq!(
+            refused(&format!("{base}\"where\": \" \"}}")),
+            "c.json:2:2: key \"where\": is empty"
+        );
+        assert_eq!(
+            refused(&format!("{base}\"labels\": {{\"a.b\": 1}}}}")),
+            "c.json:2:13: key \"labels.a.b\": must be an SQL predicate as a string"
+        );
+        assert_eq!(
+            refused(&format!("{base}\"content\": [\"a\", 2]}}")),
+            "c.json:2:19: key \"content[1]\": must be a string, not an integer"
+        );
+        assert_eq!(
+            refused(&format!("{base}\"pause_ms\": 60001}}")),
+            "c.json:2:2: key \"pause_ms\": must be an integer from 0 to 60000"
+        );
+        assert_eq!(
+            refused("{\"dsn\": \"a.db\", \"key\": \"id\"}"),
+            "c.json: missing required key \"table\""
+        );
+        assert_eq!(
+            refused("{\"table\": \"t\", \"key\": \"id\"}"),
+            "c.json: missing required key \"dsn\" (or \"dsn_env\")"
+        );
+        assert_eq!(
+            refused("{\"dsn_env\": \"NOPE\", \"table\": \"t\", \"key\": \"id\"}"),
+            "c.json:1:2: key \"dsn_env\": the environment variable \"NOPE\" is not set"
+        );
+        assert_eq!(
+            refused("{\"dsn\": \"a.db\", \"table\": \"\", \"key\": \"id\"}"),
+            "c.json:1:17: key \"table\": must not be empty"
+        );
+        // PostgreSQL's own key is unknown to SQLite.
+        assert!(refused(&format!("{base}\"sslrootcert\": \"x\"}}")).contains("unknown key"));
+        assert_eq!(refused("[]"), "c.json: must be a JSON object");
+        let (c, connect) = parse::<LiteDialect>(
+            Path::new("/d/c.json"),
+            &format!("{base}\"labels\": {{\"x\": \"a > 1\"}}, \"prefetch\": false}}"),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(c.labels, [("x".to_owned(), "a > 1".to_owned())]);
+        assert!(!c.prefetch);
+        assert_eq!(connect.path, Path::new("/d/a.db"));
     }
-    if sql.trim().is_empty() {
-        return Err("is empty".to_owned());
-    }
-    Ok(())
 }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::key::{KeyType, Param};
 use super::rows::PageRows;
+use crate::json::ConfigError;
 use crate::source::FetchError;
 
 /// The connection options of one dialect: its DSN parsed, with any keys of the config file
@@ -39,9 +40,11 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     ) -> Result<String, String>;
 
     /// Parses the DSN and this dialect's own keys of `obj` (the config file's object, or an
-    /// inline spec's parameters); `path` is the config file, for relative paths. The error
-    /// names the key and never quotes the DSN.
-    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<Self, String>;
+    /// inline spec's parameters); `path` is the config file, for relative paths.
+    ///
+    /// # Errors
+    /// What is wrong, naming the key; never quoting the DSN.
+    fn parse(dsn: &str, obj: &Map<String, Value>, path: &Path) -> Result<Self, ConfigError>;
 
     /// The DSN without its password, for `Debug` and messages.
     #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
@@ -51,6 +54,12 @@ pub(crate) trait Connect: Sized + Clone + Send + std::fmt::Debug {
     #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
     fn database(&self) -> Option<&str>;
 }
+
+/// A name of the config (the table, a column) that a dialect cannot use; the words say why
+/// (the core names the key: `table`, `key`, `content[N]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NameError(pub(crate) String);
 
 /// A table's name: an optional schema and the name, as the server spells them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -420,13 +429,13 @@ pub(crate) trait Dialect: Send + Sized {
     ///
     /// # Errors
     /// What is wrong with the name.
-    fn table(text: &str, connect: &Self::Connect) -> Result<TableName, String>;
+    fn table(text: &str, connect: &Self::Connect) -> Result<TableName, NameError>;
 
     /// Parses one column name of the config.
     ///
     /// # Errors
     /// What is wrong with the name.
-    fn column(text: &str) -> Result<String, String>;
+    fn column(text: &str) -> Result<String, NameError>;
 
     /// Whether two column names (as [`Dialect::column`] gives them) name the same column.
     fn same_column(a: &str, b: &str) -> bool {

@@ -94,7 +94,7 @@ impl<D: Dialect> SqlSource<D> {
     /// Reads a config file.
     ///
     /// # Errors
-    /// `SourceError::Io` when unreadable, `SourceError::Config` naming the key that is wrong.
+    /// `SourceError::Io` when unreadable, `SourceError::ConfigFile` naming the key that is wrong.
     pub(crate) fn open(path: &Path) -> Result<SqlSource<D>, SourceError> {
         let (config, connect) = config::open::<D>(path)?;
         Ok(SqlSource::new(config, connect))

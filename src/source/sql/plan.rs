@@ -38,41 +38,79 @@ pub(crate) struct Plan {
     pub(crate) bounds: Stmt,
 }
 
-/// The order pages may be read in, from what the catalogue says; the error says why there is
-/// none (and is the scan's refusal, before any row is read).
+/// Why no order proves the key unique, so the scan is refused before it reads a row. `key` is
+/// the key column, quoted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum KeyOrderError {
+    /// The table has no such column.
+    #[error("key: the table has no column {key}")]
+    NoColumn { key: String },
+    /// The query also reads relations (inheritance children) no unique index covers.
+    #[error(
+        "key: a query of the table also reads {} (inheritance children), which its unique indexes do not cover: \
+         a key may repeat there, so keyset pages could skip rows; scan each table on its own, \
+         or make the table partitioned with a unique index on {key}",
+        uncovered.join(", ")
+    )]
+    Uncovered { key: String, uncovered: Vec<String> },
+    /// No unique index on exactly the key column.
+    #[error(
+        "key: column {key} has no unique index of its own (no single-column PRIMARY KEY or UNIQUE index, valid, \
+         not partial, on exactly that column): keyset pages over a key that repeats would skip rows"
+    )]
+    NotUnique { key: String },
+    /// The key column's type is not one keyset pages take.
+    #[error("key: column {key} is of type {type_name}; a key must be {expected}")]
+    KeyType {
+        key: String,
+        type_name: String,
+        expected: &'static str,
+    },
+    /// A contract's key range needs an integer key.
+    #[error(
+        "key: column {key} is of type {type_name}; a contract's key_range needs an integer key"
+    )]
+    RangeNeedsInteger { key: String, type_name: String },
+    /// Every unique index compares with an equality other than its collation's.
+    #[error(
+        "key: the unique indexes on {key} ({}) compare with an operator class whose equality is not \
+         their collation's: no order is proven unique, so keyset pages could skip rows",
+        indexes.join(", ")
+    )]
+    NoExactOrder { key: String, indexes: Vec<String> },
+}
+
+/// The order pages may be read in, from what the catalogue says.
+///
+/// # Errors
+/// Why there is none: the scan's refusal, before any row is read.
 pub(crate) fn decide<D: Dialect>(
     cat: &Catalogue,
     key: &str,
     span: Option<Span>,
-) -> Result<(KeyType, UniqueOrder), String> {
-    let q = D::quote(key);
+) -> Result<(KeyType, UniqueOrder), KeyOrderError> {
+    let key = D::quote(key);
     let Some(type_name) = &cat.type_name else {
-        return Err(format!("key: the table has no column {q}"));
+        return Err(KeyOrderError::NoColumn { key });
     };
     if !cat.uncovered.is_empty() {
-        return Err(format!(
-            "key: a query of the table also reads {} (inheritance children), which its unique indexes do not cover: \
-             a key may repeat there, so keyset pages could skip rows; scan each table on its own, \
-             or make the table partitioned with a unique index on {q}",
-            cat.uncovered.join(", ")
-        ));
+        let uncovered = cat.uncovered.clone();
+        return Err(KeyOrderError::Uncovered { key, uncovered });
     }
     if cat.unique.is_empty() {
-        return Err(format!(
-            "key: column {q} has no unique index of its own (no single-column PRIMARY KEY or UNIQUE index, valid, \
-             not partial, on exactly that column): keyset pages over a key that repeats would skip rows"
-        ));
+        return Err(KeyOrderError::NotUnique { key });
     }
+    let type_name = type_name.clone();
     let Some(key_type) = cat.key_type else {
-        return Err(format!(
-            "key: column {q} is of type {type_name}; a key must be {}",
-            D::KEY_TYPES
-        ));
+        let expected = D::KEY_TYPES;
+        return Err(KeyOrderError::KeyType {
+            key,
+            type_name,
+            expected,
+        });
     };
     if span.is_some() && !key_type.is_int() {
-        return Err(format!(
-            "key: column {q} is of type {type_name}; a contract's key_range needs an integer key"
-        ));
+        return Err(KeyOrderError::RangeNeedsInteger { key, type_name });
     }
     // Paging by the key column's own order keeps the statements as they are (and the index
     // usable); a primary key first.
@@ -81,15 +119,10 @@ pub(crate) fn decide<D: Dialect>(
     exact.sort_by_key(|o| rank(o));
     match exact.first() {
         Some(o) => Ok((key_type, (*o).clone())),
-        None => Err(format!(
-            "key: the unique indexes on {q} ({}) compare with an operator class whose equality is not \
-             their collation's: no order is proven unique, so keyset pages could skip rows",
-            cat.unique
-                .iter()
-                .map(|o| o.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        None => Err(KeyOrderError::NoExactOrder {
+            key,
+            indexes: cat.unique.iter().map(|o| o.name.clone()).collect(),
+        }),
     }
 }
 

@@ -17,8 +17,45 @@
 use std::cmp::Ordering;
 
 use super::key::{Key, KeyType};
-use crate::content::{ContentValue, RecordHasher};
+use crate::content::{ContentError, ContentValue, RecordHasher};
 use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
+
+/// Rows that cannot make a page: the detail of the page's `invalid_page` (R16). Keys are shown
+/// as [`Key::shown`] gives them.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RowsError {
+    /// The page's values pass `PAGE_SIZE_BYTES_MAX`.
+    #[error("a page of more than {PAGE_SIZE_BYTES_MAX} bytes ({rows} rows read); lower page_size")]
+    TooLarge { rows: usize },
+    /// A key the client can order does not follow the one before it.
+    #[error(
+        "key {key} follows key {previous}: the keys do not strictly increase in the page order"
+    )]
+    NotIncreasing { key: String, previous: String },
+    /// A row's content cannot be hashed.
+    #[error(transparent)]
+    Content(#[from] ContentError),
+    /// A row gave another number of content values than the config names.
+    #[error("row with key {key}: {given} content values where {expected} were expected")]
+    ContentCount {
+        key: String,
+        given: usize,
+        expected: usize,
+    },
+    /// Rows after the bound are equal to it under the page order: the key is not unique there.
+    #[error(
+        "{others} row(s) after key {bound} (the previous page's last) are equal to it in the order the pages are read in: \
+         the key is not unique under that order, so keyset pages would skip rows"
+    )]
+    BoundRepeats { others: u64, bound: String },
+}
+
+/// A dialect's page reader says a page's problem as the page's detail text.
+impl From<RowsError> for String {
+    fn from(e: RowsError) -> String {
+        e.to_string()
+    }
+}
 
 /// The rows of one page statement.
 pub(crate) struct PageRows<'a> {
@@ -124,13 +161,10 @@ impl<'a> PageRows<'a> {
     ///
     /// # Errors
     /// The page is larger than `PAGE_SIZE_BYTES_MAX`.
-    pub(crate) fn add_bytes(&mut self, n: u64) -> Result<(), String> {
+    pub(crate) fn add_bytes(&mut self, n: u64) -> Result<(), RowsError> {
         self.size_bytes = self.size_bytes.saturating_add(n);
         if self.size_bytes > PAGE_SIZE_BYTES_MAX {
-            return Err(format!(
-                "a page of more than {PAGE_SIZE_BYTES_MAX} bytes ({} rows read); lower page_size",
-                self.rows
-            ));
+            return Err(RowsError::TooLarge { rows: self.rows });
         }
         Ok(())
     }
@@ -147,7 +181,7 @@ impl<'a> PageRows<'a> {
     ///
     /// # Errors
     /// The keys do not strictly increase where the client can tell.
-    pub(crate) fn row(&mut self, key: Key, equal: bool) -> Result<Fed<'_, 'a>, String> {
+    pub(crate) fn row(&mut self, key: Key, equal: bool) -> Result<Fed<'_, 'a>, RowsError> {
         let first = self.rows == 0;
         self.rows = self.rows.saturating_add(1);
         self.equal_to_bound = self.equal_to_bound.saturating_add(u64::from(equal));
@@ -157,11 +191,10 @@ impl<'a> PageRows<'a> {
         }
         if let Some(previous) = &self.previous {
             if key.client_cmp(previous) != Some(Ordering::Greater) {
-                return Err(format!(
-                    "key {} follows key {}: the keys do not strictly increase in the page order",
-                    key.shown(),
-                    previous.shown()
-                ));
+                return Err(RowsError::NotIncreasing {
+                    key: key.shown(),
+                    previous: previous.shown(),
+                });
             }
         }
         if self.items.len() >= self.page_size {
@@ -172,9 +205,7 @@ impl<'a> PageRows<'a> {
             self.previous = Some(key.clone());
         }
         if !self.content.is_empty() {
-            self.hasher
-                .begin_record(self.content.len())
-                .map_err(|e| e.to_string())?;
+            self.hasher.begin_record(self.content.len())?;
         }
         Ok(Fed::Item(Row {
             rows: self,
@@ -189,7 +220,7 @@ impl<'a> PageRows<'a> {
     /// # Errors
     /// A row other than the bound's own is equal to the bound under the page order: the key
     /// is not unique under the order the pages are read in, and a keyset scan would skip it.
-    pub(crate) fn finish(self) -> Result<Built, String> {
+    pub(crate) fn finish(self) -> Result<Built, RowsError> {
         if let Some(bound) = self.bound {
             let ok = match self.equal_to_bound {
                 0 => !self.first_is_bound,
@@ -200,11 +231,8 @@ impl<'a> PageRows<'a> {
                 let others = self
                     .equal_to_bound
                     .saturating_sub(u64::from(self.first_is_bound));
-                return Err(format!(
-                    "{others} row(s) after key {} (the previous page's last) are equal to it in the order the pages are read in: \
-                     the key is not unique under that order, so keyset pages would skip rows",
-                    bound.shown()
-                ));
+                let bound = bound.shown();
+                return Err(RowsError::BoundRepeats { others, bound });
             }
         }
         Ok(Built {
@@ -229,13 +257,13 @@ impl Row<'_, '_> {
     ///
     /// # Errors
     /// The value cannot be hashed (say where with [`Row::problem`]).
-    pub(crate) fn value(&mut self, v: &ContentValue<'_>) -> Result<(), String> {
+    pub(crate) fn value(&mut self, v: &ContentValue<'_>) -> Result<(), RowsError> {
         self.values = self.values.saturating_add(1);
-        self.rows.hasher.add_value(v).map_err(|e| e.to_string())
+        Ok(self.rows.hasher.add_value(v)?)
     }
 
     /// A message about content column `i` of this row.
-    pub(crate) fn problem(&self, i: usize, problem: &str) -> String {
+    pub(crate) fn problem(&self, i: usize, problem: impl std::fmt::Display) -> String {
         let name = self.rows.content.get(i).map_or("?", String::as_str);
         format!(
             "row with key {}: content column {name:?}: {problem}",
@@ -247,17 +275,16 @@ impl Row<'_, '_> {
     ///
     /// # Errors
     /// Fewer content values were given than the config names.
-    pub(crate) fn end(self) -> Result<(), String> {
+    pub(crate) fn end(self) -> Result<(), RowsError> {
         let content = if self.rows.content.is_empty() {
             None
         } else {
             if self.values != self.rows.content.len() {
-                return Err(format!(
-                    "row with key {}: {} content values where {} were expected",
-                    self.key.shown(),
-                    self.values,
-                    self.rows.content.len()
-                ));
+                return Err(RowsError::ContentCount {
+                    key: self.key.shown(),
+                    given: self.values,
+                    expected: self.rows.content.len(),
+                });
             }
             Some(self.rows.hasher.record_digest())
         };

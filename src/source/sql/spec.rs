@@ -38,7 +38,8 @@ pub(crate) const SPEC_LEN_MAX: usize = 64 * 1024;
 /// whole URL otherwise); `env` reads the password's environment variable.
 ///
 /// # Errors
-/// `SourceError::Config` under the spec's [`shown`] text, naming the key that is wrong.
+/// `SourceError::Config` or `SourceError::ConfigFile` under the spec's [`shown`] text, naming
+/// the key that is wrong.
 pub(crate) fn parse<D: Dialect>(
     spec: &str,
     env: impl Fn(&str) -> Option<String>,
@@ -51,7 +52,10 @@ pub(crate) fn parse<D: Dialect>(
     let (obj, dsn) = to_object::<D>(spec, &env).map_err(fail)?;
     let mut obj = obj;
     obj.insert("dsn".to_owned(), Value::String(dsn));
-    config::from_object::<D>(&shown_path, &obj, |_| None).map_err(fail)
+    config::from_object::<D>(&shown_path, &obj, |_| None).map_err(|error| SourceError::ConfigFile {
+        path: shown_path.clone(),
+        error,
+    })
 }
 
 /// The config object an inline spec stands for, and its DSN (with the environment's password).
@@ -234,7 +238,7 @@ mod tests {
         let e = parse::<PgDialect>("postgres://u@h/db?table=t", no_env)
             .unwrap_err()
             .to_string();
-        assert!(e.contains(r#"missing key "key""#), "{e}");
+        assert!(e.contains(r#"missing required key "key""#), "{e}");
         let e = parse::<PgDialect>("postgres://u@h/db", no_env)
             .unwrap_err()
             .to_string();
@@ -257,7 +261,8 @@ mod tests {
         // The JSON form suggests too.
         let json = json!({"dsn": "host=h", "table": "t", "key": "id", "contnet": ["a"]});
         let e = from_object::<PgDialect>(Path::new("c.json"), json.as_object().unwrap(), no_env)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(r#"did you mean "content"?"#), "{e}");
     }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::json::ConfigError;
 use crate::source::sql::dialect::{Connect, TableName};
 
 /// Characters of one identifier (SQLite has no limit of its own; a name this long is a
@@ -26,10 +27,13 @@ impl Connect for LiteConnect {
     const DSN_KEYS: &'static [&'static str] = &[];
 
     /// `dsn` is the database file's path; a relative one is relative to the config file.
-    fn parse(dsn: &str, _: &Map<String, Value>, path: &Path) -> Result<LiteConnect, String> {
+    fn parse(dsn: &str, _: &Map<String, Value>, path: &Path) -> Result<LiteConnect, ConfigError> {
         let file = PathBuf::from(dsn.strip_prefix("sqlite:").unwrap_or(dsn));
         if file.as_os_str().is_empty() {
-            return Err("dsn: the path of the SQLite database file".to_owned());
+            return Err(ConfigError::invalid(
+                "dsn",
+                "must be the path of the SQLite database file",
+            ));
         }
         let file = match path.parent() {
             Some(dir) if file.is_relative() => dir.join(file),

@@ -27,8 +27,8 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, Otherwise, PageQuery, ParamKind, SqlText,
-    Step, Stmt, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
+    SqlText, Step, Stmt, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::{Fed, PageRows};
@@ -274,12 +274,12 @@ impl Dialect for LiteDialect {
         format!("CASE WHEN (\n{predicate}\n) THEN 1 ELSE 0 END")
     }
 
-    fn table(text: &str, _: &LiteConnect) -> Result<TableName, String> {
-        connect::table(text)
+    fn table(text: &str, _: &LiteConnect) -> Result<TableName, NameError> {
+        connect::table(text).map_err(NameError)
     }
 
-    fn column(text: &str) -> Result<String, String> {
-        connect::ident(text)?;
+    fn column(text: &str) -> Result<String, NameError> {
+        connect::ident(text).map_err(NameError)?;
         Ok(text.to_owned())
     }
 
