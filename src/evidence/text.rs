@@ -221,15 +221,13 @@ fn id_words(v: &serde_json::Value) -> String {
 /// `7 (email=mail, amount)` (a `--to` name after `=` where it differs).
 fn changed_words(ids: &[serde_json::Value], columns: &[super::ChangedColumns]) -> Vec<String> {
     ids.iter()
-        .enumerate()
-        .map(|(i, id)| {
+        .map(|id| {
             let word = id_words(id);
-            let Some(c) = columns.get(i).filter(|c| &c.id == id) else {
+            // At most 100 entries, in the order of `ids`.
+            let Some(c) = columns.iter().find(|c| &c.id == id) else {
                 return word;
             };
-            let Some(from) = &c.columns else {
-                return word;
-            };
+            let from = &c.columns;
             let to = c.to_columns.as_deref().unwrap_or(from);
             let names: Vec<String> = from
                 .iter()

@@ -53,7 +53,7 @@ pub struct RereadReport {
     pub changed_count: u64,
     /// The first of them, in the new run's original form.
     pub changed_ids: Vec<serde_json::Value>,
-    /// For each of `changed_ids`, in order, its content columns that differ.
+    /// Of `changed_ids`, in order, those whose differing content columns are known, with them.
     pub changed_columns: Vec<ChangedColumns>,
     /// Partitions a re-read did not reproduce (the source changed since the scan).
     pub unreproduced: Vec<Unreproduced>,
@@ -64,16 +64,16 @@ pub struct RereadReport {
 }
 
 /// Which content columns of a changed record differ (docs/REFERENCE.md §8), told by the
-/// sources' per-column digests of its two rows.
+/// sources' per-column digests of its two rows: known for the first 100 changed records the
+/// comparison met (`collect::CHANGED_COLUMNS_MAX`), when both sources gave them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ChangedColumns {
     /// The record's ID, as `changed_ids` writes it.
     pub id: serde_json::Value,
     /// Its content columns whose values differ, by the `--from` side's names (`#N` for the
-    /// N-th column when its config no longer says); null when not known (a source that gave
-    /// no per-column digests, or a record beyond the first 100 changed).
-    pub columns: Option<Vec<String>>,
+    /// N-th column when its config no longer says).
+    pub columns: Vec<String>,
     /// The same columns by the `--to` side's names, when it names one of them otherwise
     /// (`--content email=mail`); else null.
     pub to_columns: Option<Vec<String>>,
@@ -101,18 +101,11 @@ impl ColumnNames {
     }
 
     /// The entry of the changed ID rendered as `id`, with the columns of `bits`.
-    fn entry(&self, id: serde_json::Value, bits: Option<u64>) -> ChangedColumns {
+    fn entry(&self, id: serde_json::Value, bits: u64) -> ChangedColumns {
         let name = |list: &[String], i: usize| {
             list.get(i)
                 .cloned()
                 .unwrap_or_else(|| format!("#{}", i.saturating_add(1)))
-        };
-        let Some(bits) = bits else {
-            return ChangedColumns {
-                id,
-                columns: None,
-                to_columns: None,
-            };
         };
         let set: Vec<usize> = (0..64).filter(|i| bits & (1u64 << i) != 0).collect();
         let columns: Vec<String> = set.iter().map(|&i| name(&self.from, i)).collect();
@@ -120,25 +113,22 @@ impl ColumnNames {
         ChangedColumns {
             id,
             to_columns: (to != columns).then_some(to),
-            columns: Some(columns),
+            columns,
         }
     }
 
-    /// The entries of `ids` (rendered by `rn`), their columns looked up in `kept` (ascending
-    /// by ID, as the comparator keeps them).
+    /// The entries of those of `ids` (rendered by `rn`) whose columns are known: looked up in
+    /// `kept` (ascending by ID, as the comparator keeps them).
     pub(crate) fn entries(
         &self,
         rn: &Renderer,
         ids: impl Iterator<Item = u64>,
         kept: &[(u64, Option<u64>)],
     ) -> Vec<ChangedColumns> {
-        ids.map(|id| {
-            let bits = kept
-                .binary_search_by_key(&id, |(k, _)| *k)
-                .ok()
-                .and_then(|i| kept.get(i))
-                .and_then(|(_, b)| *b);
-            self.entry(rn.json(id), bits)
+        ids.filter_map(|id| {
+            let i = kept.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+            let bits = kept.get(i)?.1?;
+            Some(self.entry(rn.json(id), bits))
         })
         .collect()
     }

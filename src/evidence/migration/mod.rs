@@ -222,7 +222,7 @@ pub struct MigrationReport {
     pub extra_ranges_total: u64,
     /// The first changed IDs (a re-read's), in `to`'s original form.
     pub changed_ids: Vec<serde_json::Value>,
-    /// For each of `changed_ids`, in order, its content columns that differ.
+    /// Of `changed_ids`, in order, those whose differing content columns are known, with them.
     pub changed_columns: Vec<ChangedColumns>,
     /// Partitions whose content digests differ with the same IDs (a record there changed).
     pub changed_partitions: Vec<u64>,
