@@ -601,6 +601,10 @@ pub struct Item {
     pub labels: Vec<String>,
     /// The digest of the item's content, when the source computes one.
     pub content: Option<[u8; 32]>,
+    /// A 64-bit digest of each content value, in the config's order, when the source was asked
+    /// for them (`PageSource::digest_columns`): they name which columns of a changed record
+    /// differ. Never stored.
+    pub columns: Option<Box<[u64]>>,
 }
 
 impl Item {
@@ -617,6 +621,7 @@ impl Item {
             id,
             labels: Vec::new(),
             content: None,
+            columns: None,
         }
     }
 }

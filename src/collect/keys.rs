@@ -7,7 +7,10 @@
 //! one (its send blocks its own thread between two pages, never the other side's); the
 //! comparator holds one page of each side. What it keeps is exact counts, the partitions that
 //! differ, and the changed keys as an `IdSet` (a roaring bitmap, never larger than the ID set
-//! each side's reconciler holds anyway).
+//! each side's reconciler holds anyway), with which content columns differ for the first
+//! `CHANGED_COLUMNS_MAX` of them (the sources' per-column digests, which a tap asks for).
+//!
+//! The same comparator merges the two re-reads of `--reread` (`collect::reread_streamed`).
 //!
 //! Honest: a stream is whole only when its side's run read every page from the first request
 //! to a verified end in this process, once (no restart after a page, no continuation of a run
@@ -26,8 +29,17 @@ use crate::source::{FetchError, PageRequest, PageSource};
 /// Pages a side may run ahead of the comparator.
 pub const KEY_PAGES_AHEAD: usize = 2;
 
-/// One record of a stream: its `int` key and its content digest.
-type KeyDigest = (u64, Option<Hash>);
+/// Changed keys whose differing columns are kept (`StreamedKeys::changed_columns`): as many
+/// as a verdict names.
+pub const CHANGED_COLUMNS_MAX: usize = 100;
+
+/// One record of a stream: its `int` key, its content digest and its per-column digests.
+#[derive(Debug)]
+struct KeyDigest {
+    id: u64,
+    content: Option<Hash>,
+    columns: Option<Box<[u64]>>,
+}
 
 /// What a side sends.
 enum Msg {
@@ -84,15 +96,20 @@ impl KeySender {
         }
     }
 
-    fn page(&mut self, req: &Request, page: &Page) {
+    /// Sends a page's keys, taking its items' per-column digests (the collector needs none).
+    fn page(&mut self, req: &Request, page: &mut Page) {
         if self.tx.is_none() {
             return;
         }
         let keys: Option<Vec<KeyDigest>> = page
             .items
-            .iter()
+            .iter_mut()
             .map(|item| match item.id {
-                RawId::Int(id) => Some((id, item.content)),
+                RawId::Int(id) => Some(KeyDigest {
+                    id,
+                    content: item.content,
+                    columns: item.columns.take(),
+                }),
                 _ => None,
             })
             .collect();
@@ -114,9 +131,11 @@ pub struct KeyTap<'a, S> {
     out: &'a mut KeySender,
 }
 
-impl<'a, S> KeyTap<'a, S> {
-    /// Taps `inner`'s pages into `out`.
+impl<'a, S: PageSource> KeyTap<'a, S> {
+    /// Taps `inner`'s pages into `out`, asking `inner` for per-column digests (so a changed
+    /// key's differing columns can be named).
     pub fn new(inner: &'a mut S, out: &'a mut KeySender) -> KeyTap<'a, S> {
+        inner.digest_columns();
         KeyTap { inner, out }
     }
 }
@@ -128,7 +147,7 @@ impl<S: PageSource + Send> PageSource for KeyTap<'_, S> {
             self.out
                 .broken("it restarted under a fresh snapshot after its first pages");
         }
-        let page = self.inner.fetch(req).await?;
+        let mut page = self.inner.fetch(req).await?;
         // A continuation of a run begun before may still be refused (an expired snapshot) and
         // restart from the first key: only a page it answers breaks the stream.
         if first {
@@ -137,7 +156,7 @@ impl<S: PageSource + Send> PageSource for KeyTap<'_, S> {
             self.out
                 .broken("it continued a run begun before: the keys before its last commit were not streamed");
         }
-        self.out.page(&req.request, &page);
+        self.out.page(&req.request, &mut page);
         Ok(page)
     }
 
@@ -166,6 +185,26 @@ pub struct StreamedKeys {
     pub uncompared: u64,
     /// The partitions holding a missing, extra or changed key, ascending.
     pub differing: Vec<u64>,
+    /// The first `CHANGED_COLUMNS_MAX` changed keys, ascending, each with a bit for every
+    /// content column (in the configs' order, bit 0 the first) whose per-column digests
+    /// differ: `None` when the sources gave no per-column digests, or none of them differs.
+    pub changed_columns: Vec<(u64, Option<u64>)>,
+}
+
+/// The content columns whose digests differ, as bits (at most 64 columns); `None` when they
+/// cannot say (a side without per-column digests, other counts, or no column differing).
+fn differing_columns(a: Option<&[u64]>, b: Option<&[u64]>) -> Option<u64> {
+    let (a, b) = (a?, b?);
+    if a.len() != b.len() || a.len() > 64 {
+        return None;
+    }
+    let mask = a
+        .iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .fold(0u64, |m, (i, _)| m | (1u64 << i));
+    (mask != 0).then_some(mask)
 }
 
 impl StreamedKeys {
@@ -188,12 +227,21 @@ impl StreamedKeys {
         self.differs(id);
     }
 
-    /// A key on both sides.
-    fn both(&mut self, id: u64, a: Option<Hash>, b: Option<Hash>) {
+    /// A key on both sides (`columns`: which of its columns differ, asked only if it changed).
+    fn both(
+        &mut self,
+        id: u64,
+        a: Option<Hash>,
+        b: Option<Hash>,
+        columns: impl FnOnce() -> Option<u64>,
+    ) {
         match (a, b) {
             (Some(x), Some(y)) if x != y => {
                 self.changed.insert(id);
                 self.differs(id);
+                if self.changed_columns.len() < CHANGED_COLUMNS_MAX {
+                    self.changed_columns.push((id, columns()));
+                }
             }
             (Some(_), None) | (None, Some(_)) => self.uncompared += 1,
             _ => {}
@@ -213,12 +261,13 @@ struct SideIn {
 }
 
 impl SideIn {
-    /// The next key, waiting for the side's next page; `None` at its end.
-    fn head(&mut self) -> Result<Option<KeyDigest>, String> {
+    /// The next key and its content digest, waiting for the side's next page; `None` at its
+    /// end.
+    fn head(&mut self) -> Result<Option<(u64, Option<Hash>)>, String> {
         // Each turn takes one message of a bounded stream.
         loop {
             if let Some(k) = self.page.get(self.at) {
-                return Ok(Some(*k));
+                return Ok(Some((k.id, k.content)));
             }
             if self.ended {
                 return Ok(None);
@@ -233,6 +282,11 @@ impl SideIn {
                 Err(_) => return Err(format!("{}: its scan stopped", self.name)),
             }
         }
+    }
+
+    /// The head key's per-column digests.
+    fn columns(&self) -> Option<&[u64]> {
+        self.page.get(self.at)?.columns.as_deref()
     }
 
     /// Takes the head key, which must lie above every key before it.
@@ -322,7 +376,10 @@ impl KeyComparator {
                         found.extra(kb);
                         self.to.advance(kb)?;
                     } else {
-                        found.both(ka, da, db);
+                        let (from, to) = (&self.from, &self.to);
+                        found.both(ka, da, db, || {
+                            differing_columns(from.columns(), to.columns())
+                        });
                         self.from.advance(ka)?;
                         self.to.advance(kb)?;
                     }
@@ -337,7 +394,62 @@ mod tests {
     use super::*;
 
     fn keys(ids: &[(u64, u8)]) -> Msg {
-        Msg::Keys(ids.iter().map(|&(id, d)| (id, Some([d; 32]))).collect())
+        Msg::Keys(
+            ids.iter()
+                .map(|&(id, d)| KeyDigest {
+                    id,
+                    content: Some([d; 32]),
+                    columns: None,
+                })
+                .collect(),
+        )
+    }
+
+    /// Keys whose two content columns' digests are `(d, d + 1)`.
+    fn cols(ids: &[(u64, u8)]) -> Msg {
+        Msg::Keys(
+            ids.iter()
+                .map(|&(id, d)| KeyDigest {
+                    id,
+                    content: Some([d; 32]),
+                    columns: Some(vec![u64::from(d), u64::from(d) + 1].into_boxed_slice()),
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_changed_key_names_its_differing_columns() {
+        let (mut a, mut b, cmp) = key_streams();
+        let t = std::thread::spawn(move || cmp.run());
+        a.send(cols(&[(1, 0), (2, 0), (3, 0)]));
+        // Key 2: both columns differ; key 3: a row digest differs with no column (unknown).
+        b.send(Msg::Keys(vec![
+            KeyDigest {
+                id: 1,
+                content: Some([7; 32]),
+                columns: Some(vec![5, 1].into_boxed_slice()),
+            },
+            KeyDigest {
+                id: 2,
+                content: Some([8; 32]),
+                columns: Some(vec![5, 6].into_boxed_slice()),
+            },
+            KeyDigest {
+                id: 3,
+                content: Some([9; 32]),
+                columns: Some(vec![0, 1].into_boxed_slice()),
+            },
+        ]));
+        a.finish(true);
+        b.finish(true);
+        let s = t.join().unwrap_or_default();
+        assert_eq!(
+            s.changed_columns,
+            vec![(1, Some(0b01)), (2, Some(0b11)), (3, None)]
+        );
+        assert_eq!(differing_columns(Some(&[1]), Some(&[1, 2])), None);
+        assert_eq!(differing_columns(None, Some(&[1])), None);
     }
 
     #[test]

@@ -27,8 +27,11 @@ mod keys;
 mod reread;
 
 pub use error::{io_words, said_once, stop_cause, Error, Result};
-pub use keys::{key_streams, KeyComparator, KeySender, KeyTap, StreamedKeys, KEY_PAGES_AHEAD};
-pub use reread::{reread_contents, reread_key_ranges, Reread};
+pub use keys::{
+    key_streams, KeyComparator, KeySender, KeyTap, StreamedKeys, CHANGED_COLUMNS_MAX,
+    KEY_PAGES_AHEAD,
+};
+pub use reread::{reread_contents, reread_key_ranges, reread_streamed, Reread, StreamedReread};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

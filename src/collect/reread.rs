@@ -6,14 +6,22 @@
 //! retries, snapshot policy); only its answer differs: the content digest of every ID, never the
 //! rows. Its pages are tapped as they pass; a first-page request (a restart under a fresh
 //! snapshot) forgets what was tapped before, so the answer is that of one traversal.
+//!
+//! `reread_streamed` is the bounded form `--reread` uses: the pages' (key, row digest,
+//! per-column digests) go through a `KeySender` to the one-pass comparator as they are read,
+//! and what stays is the read's IDs (a roaring bitmap) and one 64-byte content accumulator per
+//! partition, whatever the number of rows.
 
 use std::collections::BTreeMap;
 
+use crate::content::ContentAcc;
 use crate::contract::{Contract, Page, RawId};
 use crate::digest::Hash;
+use crate::idset::partition_of;
 use crate::reconcile::Request;
-use crate::source::{FetchError, PageRequest, PageSource};
+use crate::source::{AnySource, FetchError, PageRequest, PageSource};
 
+use super::keys::{KeySender, KeyTap};
 use super::{collect, IncompleteRead, Inventory};
 
 /// What a re-read found: each `int` ID's content digest (`None` when the source gave none).
@@ -102,4 +110,95 @@ pub fn reread_key_ranges(
     let read = rt.block_on(reread_contents(contract, &mut source));
     rt.block_on(source.close());
     Ok(read)
+}
+
+/// What a streamed re-read of one side keeps: never its rows.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct StreamedReread {
+    /// The verified read (its receipt; its IDs).
+    pub inventory: Inventory,
+    /// The content accumulator of each partition read, as a run stores it; `None` when a
+    /// record came without a content digest.
+    pub accumulators: Option<BTreeMap<u64, ContentAcc>>,
+    /// The read began again under a fresh snapshot after its first pages: the keys it had
+    /// sent were compared already, so the comparison is not of one traversal.
+    pub restarted: bool,
+}
+
+/// A source whose pages go to a comparator, their contents folded into per-partition
+/// accumulators on the way.
+struct StreamTap<'a, S> {
+    inner: KeyTap<'a, S>,
+    accs: BTreeMap<u64, ContentAcc>,
+    without_digest: bool,
+    pages: u64,
+    restarted: bool,
+}
+
+impl<S: PageSource + Send> PageSource for StreamTap<'_, S> {
+    async fn fetch(&mut self, req: &PageRequest) -> Result<Page, FetchError> {
+        if req.request == Request::First && self.pages > 0 {
+            self.restarted = true;
+            self.accs.clear();
+            self.without_digest = false;
+        }
+        let page = self.inner.fetch(req).await?;
+        self.pages = self.pages.saturating_add(1);
+        for item in &page.items {
+            if let RawId::Int(id) = item.id {
+                match &item.content {
+                    Some(c) => self
+                        .accs
+                        .entry(partition_of(id))
+                        .or_default()
+                        .add(&crate::content::entry(&id.to_le_bytes(), c)),
+                    None => self.without_digest = true,
+                }
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// Re-reads `source` (a SQL source narrowed to a re-read's key ranges) whole under `contract`,
+/// its pages' keys, row digests and per-column digests sent through `keys` to a comparator as
+/// they are read, on a runtime of its own (it blocks the calling thread). Bounded: what it
+/// holds is a page or two, the IDs read and one accumulator per partition. `keys` ends
+/// `verified` only for a verified read.
+///
+/// # Errors
+/// `Err` when the runtime cannot start (`Error::Io`); `Ok(Err(..))` when the read did not
+/// verify.
+pub fn reread_streamed(
+    mut source: AnySource,
+    contract: &Contract,
+    mut keys: KeySender,
+) -> Result<Result<StreamedReread, IncompleteRead>, crate::Error> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| crate::Error::Io {
+            path: std::path::PathBuf::from("<async runtime>"),
+            source,
+        })?;
+    let (read, accs, restarted) = {
+        let mut tap = StreamTap {
+            inner: KeyTap::new(&mut source, &mut keys),
+            accs: BTreeMap::new(),
+            without_digest: false,
+            pages: 0,
+            restarted: false,
+        };
+        let read = rt.block_on(collect(contract, &mut tap));
+        let accs = (!tap.without_digest).then_some(tap.accs);
+        (read, accs, tap.restarted)
+    };
+    rt.block_on(source.close());
+    keys.finish(read.is_ok() && !restarted);
+    Ok(read.map(|inventory| StreamedReread {
+        inventory,
+        accumulators: accs,
+        restarted,
+    }))
 }

@@ -217,6 +217,34 @@ fn id_words(v: &serde_json::Value) -> String {
     }
 }
 
+/// Changed IDs as words, each with its differing content columns when known:
+/// `7 (email=mail, amount)` (a `--to` name after `=` where it differs).
+fn changed_words(ids: &[serde_json::Value], columns: &[super::ChangedColumns]) -> Vec<String> {
+    ids.iter()
+        .map(|id| {
+            let word = id_words(id);
+            // At most 100 entries, in the order of `ids`.
+            let Some(c) = columns.iter().find(|c| &c.id == id) else {
+                return word;
+            };
+            let from = &c.columns;
+            let to = c.to_columns.as_deref().unwrap_or(from);
+            let names: Vec<String> = from
+                .iter()
+                .zip(to)
+                .map(|(a, b)| {
+                    if a == b {
+                        terminal_safe(a).into_owned()
+                    } else {
+                        format!("{}={}", terminal_safe(a), terminal_safe(b))
+                    }
+                })
+                .collect();
+            format!("{word} ({})", names.join(", "))
+        })
+        .collect()
+}
+
 /// How a comparison's text names its runs and counts its leaves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Words {
@@ -350,7 +378,7 @@ impl ContentReport {
         let Some(rr) = self.reread.as_ref().filter(|_| !self.equal) else {
             return Ok(());
         };
-        let words: Vec<String> = rr.changed_ids.iter().map(id_words).collect();
+        let words = changed_words(&rr.changed_ids, &rr.changed_columns);
         let listed = if words.is_empty() {
             String::new()
         } else {
@@ -551,7 +579,7 @@ impl MigrationReport {
     /// The changed IDs (or partitions) and the declarations that are no difference.
     fn changed_text(&self, w: &mut dyn Write) -> std::io::Result<()> {
         if !self.changed_ids.is_empty() {
-            let words: Vec<String> = self.changed_ids.iter().map(id_words).collect();
+            let words = changed_words(&self.changed_ids, &self.changed_columns);
             let total = self.changed_count.unwrap_or(words.len() as u64);
             write!(
                 w,

@@ -118,6 +118,10 @@ pub trait PageSource {
     fn count(&mut self) -> impl std::future::Future<Output = Option<u64>> + Send {
         std::future::ready(None)
     }
+
+    /// Asks the source to give each item's per-column content digests (`Item::columns`), when
+    /// it can (the SQL sources); the default gives none.
+    fn digest_columns(&mut self) {}
 }
 
 /// Key ranges one re-read asks a SQL source for; more are merged into as many hulls (the rows
@@ -301,6 +305,18 @@ impl PageSource for AnySource {
             AnySource::Mcp(s) => s.count().await,
             #[cfg(feature = "sqlite")]
             AnySource::Sqlite(s) => s.count().await,
+        }
+    }
+
+    fn digest_columns(&mut self) {
+        match self {
+            #[cfg(feature = "postgres")]
+            AnySource::Postgres(s) => s.digest_columns(),
+            #[cfg(feature = "mysql")]
+            AnySource::Mysql(s) => s.digest_columns(),
+            #[cfg(feature = "sqlite")]
+            AnySource::Sqlite(s) => s.digest_columns(),
+            _ => {}
         }
     }
 }

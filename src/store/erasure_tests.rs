@@ -49,6 +49,7 @@ impl PageSource for Canaries {
                     id: RawId::Int(i + 1),
                     labels: Vec::new(),
                     content: None,
+                    columns: None,
                 })
                 .collect(),
             next: (end < self.records).then(|| cursor(end)),

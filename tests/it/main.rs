@@ -22,6 +22,8 @@ mod mcp;
 mod memory;
 #[cfg(all(feature = "mysql", feature = "postgres"))]
 mod migration;
+#[cfg(all(feature = "mysql", feature = "postgres"))]
+mod migration_columns;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

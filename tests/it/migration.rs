@@ -13,19 +13,19 @@ use crate::mysql::{db, Db, ROOT_DSN};
 use crate::postgres::{Pg, Table, DSN};
 use crate::util;
 
-const ROWS: u64 = 100_000;
+pub(crate) const ROWS: u64 = 100_000;
 const CONTENT: &[&str] = &["amount", "ts", "email"];
 
 /// Two tables holding the same rows: MariaDB `DECIMAL(10,2)` and `DATETIME(6)` (zone-less,
 /// read as UTC), PostgreSQL unconstrained `NUMERIC` and `TIMESTAMPTZ`. Row 42 differs only in
 /// representation: `1.50` against `1.5000`, and `12:00` UTC against `14:00+02`.
-struct Pair<'a> {
-    my: String,
-    pg: Table<'a>,
+pub(crate) struct Pair<'a> {
+    pub(crate) my: String,
+    pub(crate) pg: Table<'a>,
     dir: tempfile::TempDir,
 }
 
-fn pair<'a>(db: &Db, pg: &'a Pg, tag: &str) -> Pair<'a> {
+pub(crate) fn pair<'a>(db: &Db, pg: &'a Pg, tag: &str) -> Pair<'a> {
     let my = db.table(&format!("mig{tag}"));
     db.exec(&format!(
         "CREATE TABLE {my} (id BIGINT UNSIGNED PRIMARY KEY, amount DECIMAL(10,2), \
@@ -53,7 +53,7 @@ fn pair<'a>(db: &Db, pg: &'a Pg, tag: &str) -> Pair<'a> {
 }
 
 impl Pair<'_> {
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.path().join(name).to_string_lossy().into_owned()
     }
 
@@ -63,7 +63,7 @@ impl Pair<'_> {
 
     /// Scans both tables, MariaDB into `my.redb` and PostgreSQL into `pg.redb` (holding
     /// `pg_rows` rows).
-    fn scan_both(&self, pg_rows: u64) {
+    pub(crate) fn scan_both(&self, pg_rows: u64) {
         let (my_src, pg_src) = self.configs(0);
         for (store, name, spec, rows) in [
             ("my.redb", "orders-mysql", format!("mysql:{my_src}"), ROWS),
@@ -115,7 +115,7 @@ impl Pair<'_> {
     }
 
     /// `scanledger --store STORE --json ARGS`: (exit, JSON stdout or Null, stderr).
-    fn sl(&self, store: &str, args: &[&str]) -> (i32, Value, String) {
+    pub(crate) fn sl(&self, store: &str, args: &[&str]) -> (i32, Value, String) {
         let store = self.path(store);
         let mut all = vec!["--store", store.as_str(), "--json"];
         all.extend_from_slice(args);
@@ -125,7 +125,7 @@ impl Pair<'_> {
 
     /// The text of `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`:
     /// (exit, stdout, stderr).
-    fn verify_text(&self, extra: &[&str]) -> (i32, String, String) {
+    pub(crate) fn verify_text(&self, extra: &[&str]) -> (i32, String, String) {
         let (my, pg) = (self.path("my.redb"), self.path("pg.redb"));
         let mut args = vec![
             "--store",
@@ -144,7 +144,7 @@ impl Pair<'_> {
     }
 
     /// `migration verify --from run-1 --to run-1 --other-store pg.redb EXTRA...`.
-    fn verify(&self, extra: &[&str]) -> (i32, Value, String) {
+    pub(crate) fn verify(&self, extra: &[&str]) -> (i32, Value, String) {
         let pg = self.path("pg.redb");
         let mut args = vec![
             "migration",
@@ -161,7 +161,7 @@ impl Pair<'_> {
     }
 }
 
-fn servers() -> Option<(Db, Pg)> {
+pub(crate) fn servers() -> Option<(Db, Pg)> {
     let db = db()?;
     let pg = Pg::server()?;
     Some((db, pg))
@@ -544,7 +544,7 @@ fn break_target(pg: &Pg, p: &Pair<'_>) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
 
 /// `migration verify --from mysql:my.json --to postgres:pg.json EXTRA...` with `--store
 /// DIR/STORE` (the target's run in its default `DIR/STORE.to.redb`).
-fn one_command(p: &Pair<'_>, store: &str, extra: &[&str]) -> (i32, Value, String) {
+pub(crate) fn one_command(p: &Pair<'_>, store: &str, extra: &[&str]) -> (i32, Value, String) {
     let (my, pg) = (p.path("my.json"), p.path("pg.json"));
     let (from, to) = (format!("mysql:{my}"), format!("postgres:{pg}"));
     let mut args = vec!["migration", "verify", "--from", &from, "--to", &to];

@@ -20,6 +20,8 @@ use crate::receipt::RANGES_SHOWN_MAX;
 
 /// IDs listed by name (changed IDs, unmatched exclusions) unless every one is asked for.
 pub const IDS_SHOWN_MAX: usize = 100;
+// A changed ID a verdict names has its columns kept by the comparator.
+const _: () = assert!(IDS_SHOWN_MAX <= crate::collect::CHANGED_COLUMNS_MAX);
 /// Bytes of a source config read for its `content` list.
 const CONFIG_BYTES_MAX: u64 = 1024 * 1024;
 
@@ -51,12 +53,85 @@ pub struct RereadReport {
     pub changed_count: u64,
     /// The first of them, in the new run's original form.
     pub changed_ids: Vec<serde_json::Value>,
+    /// Of `changed_ids`, in order, those whose differing content columns are known, with them.
+    pub changed_columns: Vec<ChangedColumns>,
     /// Partitions a re-read did not reproduce (the source changed since the scan).
     pub unreproduced: Vec<Unreproduced>,
     /// Re-reads that did not verify.
     pub failed: Vec<RereadFailure>,
     /// Whether the re-read is complete evidence for its partitions.
     pub exact: bool,
+}
+
+/// Which content columns of a changed record differ (docs/REFERENCE.md §8), told by the
+/// sources' per-column digests of its two rows: known for the first 100 changed records the
+/// comparison met (`collect::CHANGED_COLUMNS_MAX`), when both sources gave them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ChangedColumns {
+    /// The record's ID, as `changed_ids` writes it.
+    pub id: serde_json::Value,
+    /// Its content columns whose values differ, by the `--from` side's names (`#N` for the
+    /// N-th column when its config no longer says).
+    pub columns: Vec<String>,
+    /// The same columns by the `--to` side's names, when it names one of them otherwise
+    /// (`--content email=mail`); else null.
+    pub to_columns: Option<Vec<String>>,
+}
+
+/// Both runs' content column names, as their recorded source specs say them.
+pub(crate) struct ColumnNames {
+    from: Vec<String>,
+    to: Vec<String>,
+}
+
+impl ColumnNames {
+    /// The names of `cmp`'s two runs' content columns (empty where a spec no longer says).
+    pub(crate) fn of(cmp: &Compared<'_, '_>) -> ColumnNames {
+        let of = |h: &crate::store::RunHeader| {
+            h.source_spec
+                .as_deref()
+                .and_then(content_columns)
+                .unwrap_or_default()
+        };
+        ColumnNames {
+            from: of(&cmp.old),
+            to: of(&cmp.new),
+        }
+    }
+
+    /// The entry of the changed ID rendered as `id`, with the columns of `bits`.
+    fn entry(&self, id: serde_json::Value, bits: u64) -> ChangedColumns {
+        let name = |list: &[String], i: usize| {
+            list.get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("#{}", i.saturating_add(1)))
+        };
+        let set: Vec<usize> = (0..64).filter(|i| bits & (1u64 << i) != 0).collect();
+        let columns: Vec<String> = set.iter().map(|&i| name(&self.from, i)).collect();
+        let to: Vec<String> = set.iter().map(|&i| name(&self.to, i)).collect();
+        ChangedColumns {
+            id,
+            to_columns: (to != columns).then_some(to),
+            columns,
+        }
+    }
+
+    /// The entries of those of `ids` (rendered by `rn`) whose columns are known: looked up in
+    /// `kept` (ascending by ID, as the comparator keeps them).
+    pub(crate) fn entries(
+        &self,
+        rn: &Renderer,
+        ids: impl Iterator<Item = u64>,
+        kept: &[(u64, Option<u64>)],
+    ) -> Vec<ChangedColumns> {
+        ids.filter_map(|id| {
+            let i = kept.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+            let bits = kept.get(i)?.1?;
+            Some(self.entry(rn.json(id), bits))
+        })
+        .collect()
+    }
 }
 
 /// A partition a re-read did not reproduce.
@@ -242,10 +317,12 @@ fn reread_report(
     let cap = if all { usize::MAX } else { IDS_SHOWN_MAX };
     let (_, new_at) = cmp.at();
     let rn = Renderer::for_ids(new_at.snap, &cmp.new, changed.iter().take(cap))?;
+    let names = ColumnNames::of(cmp);
     Ok(RereadReport {
         partitions: r.partitions.clone(),
         changed_count: changed.len(),
         changed_ids: changed.iter().take(cap).map(|id| rn.json(id)).collect(),
+        changed_columns: names.entries(&rn, changed.iter().take(cap), &r.changed_columns),
         unreproduced: r
             .unreproduced
             .iter()

@@ -39,7 +39,8 @@ mod tests;
 mod verdict;
 
 pub use content::{
-    check_source_columns, ContentReport, RereadFailure, RereadReport, Unreproduced, IDS_SHOWN_MAX,
+    check_source_columns, ChangedColumns, ContentReport, RereadFailure, RereadReport, Unreproduced,
+    IDS_SHOWN_MAX,
 };
 pub use exclusions::{ExcludeError, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX};
 pub use hints::shell_word;
@@ -221,6 +222,8 @@ pub struct MigrationReport {
     pub extra_ranges_total: u64,
     /// The first changed IDs (a re-read's), in `to`'s original form.
     pub changed_ids: Vec<serde_json::Value>,
+    /// Of `changed_ids`, in order, those whose differing content columns are known, with them.
+    pub changed_columns: Vec<ChangedColumns>,
     /// Partitions whose content digests differ with the same IDs (a record there changed).
     pub changed_partitions: Vec<u64>,
     /// Whether content was compared.

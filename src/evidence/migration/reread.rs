@@ -5,18 +5,18 @@
 //! A re-read reads the collections as they are now, so each side's re-read must reproduce,
 //! partition by partition, the IDs and the content accumulator its run stored; a partition that
 //! does not (the source changed since the scan) is reported as unreproduced and its changes are
-//! never listed. Blocking: each side runs on a runtime of its own (`reread_key_ranges`).
-
-use std::collections::BTreeMap;
+//! never listed. Blocking: each side runs on a thread and a runtime of its own
+//! (`reread_streamed`), and a third merges their key streams (`collect::KeyComparator`).
+//! Bounded: a page or two of each side, the IDs read and one 64-byte accumulator per
+//! partition, whatever the number of rows re-read.
 
 use serde::Serialize;
 
-use crate::collect::reread_key_ranges;
-use crate::contract::{IdCodecKind, Mode};
-use crate::digest::Hash;
-use crate::evidence::across::{changed_ids, int_accumulators};
+use crate::collect::{key_streams, reread_streamed, IncompleteRead, StreamedKeys, StreamedReread};
+use crate::contract::{Contract, IdCodecKind, Mode};
 use crate::evidence::lists::{Compared, RunAt};
 use crate::idset::{partition_of, IdSet, PARTITION_BITS};
+use crate::source::AnySource;
 use crate::store::RunHeader;
 
 use super::MigrationError;
@@ -49,6 +49,9 @@ pub(crate) struct RereadOutcome {
     pub partitions: Vec<u64>,
     /// IDs both runs hold whose records differ, in partitions both re-reads reproduced.
     pub changed: IdSet,
+    /// The first of them (`collect::CHANGED_COLUMNS_MAX` at most), each with its differing
+    /// content columns as bits (`StreamedKeys::changed_columns`).
+    pub changed_columns: Vec<(u64, Option<u64>)>,
     /// (side, partition) whose re-read did not reproduce the run's stored IDs and digest.
     pub unreproduced: Vec<(Side, u64)>,
     /// A side whose re-read did not verify, with why.
@@ -87,7 +90,10 @@ pub(crate) fn key_ranges(partitions: &[u64]) -> Vec<(u64, u64)> {
     out
 }
 
-/// Re-reads `partitions` from both runs' sources and names the IDs whose records differ.
+/// Re-reads `partitions` from both runs' sources and names the IDs whose records differ: both
+/// sides are read at once, in key order, and merged by the one-pass comparator as their pages
+/// come (`collect::reread_streamed`), so a re-read holds a page or two of each side, the IDs
+/// read and one accumulator per partition, never the rows of a partition.
 pub(crate) fn reread(
     cmp: &Compared<'_, '_>,
     partitions: &[u64],
@@ -109,85 +115,140 @@ pub(crate) fn reread(
         return Ok(outcome);
     }
     let ranges = key_ranges(partitions);
+    // Both sources opened before either is read: one that cannot be opened stops the re-read
+    // before a row is read.
+    let old_src = open_side(Side::Old, &cmp.old, sources.from_source.as_deref(), &ranges)?;
+    let new_src = open_side(Side::New, &cmp.new, sources.to_source.as_deref(), &ranges)?;
+    let (old_c, new_c) = (reread_contract(&cmp.old), reread_contract(&cmp.new));
+    let (a, b, comparator) = key_streams();
+    let (old, new, found) = std::thread::scope(|s| {
+        let compared = s.spawn(move || comparator.run());
+        let old = s.spawn(|| reread_streamed(old_src, &old_c, a));
+        let new = s.spawn(|| reread_streamed(new_src, &new_c, b));
+        let joined = |h: std::thread::ScopedJoinHandle<'_, _>| {
+            h.join().unwrap_or_else(|_| Ok(Err(panicked())))
+        };
+        let (old, new) = (joined(old), joined(new));
+        // Both senders are gone with their reads, so the comparator has ended.
+        let found = compared.join().unwrap_or_else(|_| StreamedKeys {
+            incomplete: Some("the comparator panicked".into()),
+            ..StreamedKeys::default()
+        });
+        (old, new, found)
+    });
     let (old_at, new_at) = cmp.at();
-    let old = read_side(
-        Side::Old,
-        old_at,
-        &cmp.old,
-        sources.from_source.as_deref(),
-        &ranges,
-        partitions,
-        &mut outcome,
-    )?;
-    let new = read_side(
-        Side::New,
-        new_at,
-        &cmp.new,
-        sources.to_source.as_deref(),
-        &ranges,
-        partitions,
-        &mut outcome,
-    )?;
+    for (side, at, h, read) in [
+        (Side::Old, old_at, &cmp.old, old),
+        (Side::New, new_at, &cmp.new, new),
+    ] {
+        let read = read.map_err(|source| MigrationError::RereadOpen {
+            side,
+            source: Box::new(source),
+        })?;
+        check_side(side, at, h, read, partitions, &mut outcome)?;
+    }
+    if let Some(why) = found.incomplete.as_deref() {
+        if outcome.failed.is_empty() {
+            let side = if why.starts_with("--to") {
+                Side::New
+            } else {
+                Side::Old
+            };
+            outcome.failed.push((side, why.to_owned()));
+        }
+        return Ok(outcome);
+    }
     let bad: Vec<u64> = outcome.unreproduced.iter().map(|(_, p)| *p).collect();
     // Only the partitions asked for, and only those both re-reads reproduced: rows of other
     // partitions (read between merged ranges) were never checked against a scan.
-    outcome.changed = changed_ids(&old, &new)
-        .iter()
-        .filter(|id| {
-            let p = partition_of(*id);
-            partitions.binary_search(&p).is_ok() && !bad.contains(&p)
-        })
+    let kept = |id: &u64| {
+        let p = partition_of(*id);
+        partitions.binary_search(&p).is_ok() && !bad.contains(&p)
+    };
+    outcome.changed = found.changed.iter().filter(kept).collect();
+    outcome.changed_columns = found
+        .changed_columns
+        .into_iter()
+        .filter(|(id, _)| kept(id))
         .collect();
     Ok(outcome)
 }
 
-/// One side's re-read: its content digests by ID, with the partitions it did not reproduce
-/// (or why it failed) recorded in `outcome`.
-fn read_side(
+/// The contract a side is re-read under: its run's own, for every row of its ranges.
+fn reread_contract(h: &RunHeader) -> Contract {
+    let mut contract = h.contract.clone();
+    contract.snapshot_id = None;
+    contract.expected_count = None;
+    contract.expected_partitions = None;
+    contract.mode = Mode::All;
+    contract
+}
+
+fn panicked() -> IncompleteRead {
+    IncompleteRead {
+        receipt: None,
+        reasons: Vec::new(),
+        error: Some(crate::Error::Io {
+            path: std::path::PathBuf::from("<re-read>"),
+            source: std::io::Error::other("a re-read panicked"),
+        }),
+    }
+}
+
+/// A side's source, narrowed to `ranges`: the one given, else the one recorded with its run.
+fn open_side(
     side: Side,
-    at: RunAt<'_, '_>,
     h: &RunHeader,
     given: Option<&str>,
     ranges: &[(u64, u64)],
-    partitions: &[u64],
-    outcome: &mut RereadOutcome,
-) -> Result<BTreeMap<u64, Option<Hash>>, MigrationError> {
+) -> Result<AnySource, MigrationError> {
     let spec = given
         .or(h.source_spec.as_deref())
         .ok_or(MigrationError::RereadSource {
             run: h.run_id,
             side,
         })?;
-    let mut contract = h.contract.clone();
-    contract.snapshot_id = None;
-    contract.expected_count = None;
-    contract.expected_partitions = None;
-    contract.mode = Mode::All;
-    let got = match reread_key_ranges(spec, ranges, &contract) {
-        Err(source) => {
-            return Err(MigrationError::RereadOpen {
+    AnySource::open_key_ranges(spec, ranges).map_err(|e| MigrationError::RereadOpen {
+        side,
+        source: Box::new(crate::Error::Source(e)),
+    })
+}
+
+/// One side's re-read against its run: the partitions it did not reproduce (IDs or content
+/// accumulator), or why it failed, recorded in `outcome`.
+fn check_side(
+    side: Side,
+    at: RunAt<'_, '_>,
+    h: &RunHeader,
+    read: Result<StreamedReread, IncompleteRead>,
+    partitions: &[u64],
+    outcome: &mut RereadOutcome,
+) -> Result<(), MigrationError> {
+    let read = match read {
+        Ok(r) if r.restarted => {
+            outcome.failed.push((
                 side,
-                source: Box::new(source),
-            })
+                "it began again under a fresh snapshot after its first pages, which were compared already".into(),
+            ));
+            return Ok(());
         }
-        Ok(Ok(r)) => r.contents,
-        Ok(Err(e)) => {
+        Ok(r) => r,
+        Err(e) => {
             outcome.failed.push((side, e.to_string()));
-            return Ok(BTreeMap::new());
+            return Ok(());
         }
     };
     let stored_acc = at.snap.content(h.run_id)?;
     let stored_ids = at.snap.partitions_of(h.run_id, partitions)?;
-    let rebuilt = int_accumulators(&got);
-    let read_ids: IdSet = got.keys().copied().collect();
+    let read_ids = read.inventory.id_set();
     for (p, stored) in &stored_ids {
         let ids_match = read_ids.partition(*p) == stored.as_ref();
-        let acc_match = rebuilt.as_ref().and_then(|r| r.get(p)) == stored_acc.get(p);
+        let acc_match = read.accumulators.as_ref().and_then(|r| r.get(p)) == stored_acc.get(p);
         if !(ids_match && acc_match) {
             outcome.unreproduced.push((side, *p));
         }
     }
-    Ok(got)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub(crate) struct ContentPart {
     report: ContentReport,
     changed_count: Option<u64>,
     changed_ids: Vec<serde_json::Value>,
+    changed_columns: Vec<super::ChangedColumns>,
     changed_partitions: Vec<u64>,
 }
 
@@ -191,6 +192,7 @@ impl Verdict {
         let mut part = ContentPart {
             changed_count: None,
             changed_ids: Vec::new(),
+            changed_columns: Vec::new(),
             changed_partitions: Vec::new(),
             report,
         };
@@ -235,6 +237,7 @@ impl Verdict {
                     }
                 }
                 part.changed_ids = rr.changed_ids.clone();
+                part.changed_columns = rr.changed_columns.clone();
             }
             _ => match stream {
                 Some(s) => self.streamed_changes(cmp, s, &found, less, all, &mut part)?,
@@ -261,6 +264,11 @@ impl Verdict {
         let (_, new_at) = cmp.at();
         let rn = Renderer::for_ids(new_at.snap, &cmp.new, changed.iter().take(cap))?;
         part.changed_ids = changed.iter().take(cap).map(|id| rn.json(id)).collect();
+        part.changed_columns = super::content::ColumnNames::of(cmp).entries(
+            &rn,
+            changed.iter().take(cap),
+            &s.changed_columns,
+        );
         part.changed_count = Some(n);
         if n > 0 {
             self.failed = true;
@@ -374,15 +382,17 @@ impl Verdict {
         } else {
             Status::Verified
         };
-        let (changed_count, changed_ids, changed_partitions, content) = match content {
-            Some(c) => (
-                c.changed_count,
-                c.changed_ids,
-                c.changed_partitions,
-                Some(c.report),
-            ),
-            None => (None, Vec::new(), Vec::new(), None),
-        };
+        let (changed_count, changed_ids, changed_columns, changed_partitions, content) =
+            match content {
+                Some(c) => (
+                    c.changed_count,
+                    c.changed_ids,
+                    c.changed_columns,
+                    c.changed_partitions,
+                    Some(c.report),
+                ),
+                None => (None, Vec::new(), Vec::new(), Vec::new(), None),
+            };
         Ok(MigrationReport {
             verdict,
             from: cmp.old_side()?,
@@ -395,6 +405,7 @@ impl Verdict {
             extra_ranges: cmp.render(Which::Added, &ids.extra)?,
             extra_ranges_total: ids.extra.ranges_total,
             changed_ids,
+            changed_columns,
             changed_partitions,
             content_checked: content.is_some(),
             content,

@@ -137,6 +137,7 @@ impl Mapping {
                 id,
                 labels,
                 content,
+                columns: None,
             });
         }
         Ok(out)

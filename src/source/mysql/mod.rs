@@ -257,6 +257,10 @@ impl PageSource for MysqlSource {
     async fn count(&mut self) -> Option<u64> {
         self.0.count().await
     }
+
+    fn digest_columns(&mut self) {
+        self.0.digest_columns = true;
+    }
 }
 
 /// The MySQL dialect: connection options, the session, what the probe learned.

@@ -272,6 +272,10 @@ impl PageSource for PostgresSource {
     async fn count(&mut self) -> Option<u64> {
         self.0.count().await
     }
+
+    fn digest_columns(&mut self) {
+        self.0.digest_columns = true;
+    }
 }
 
 impl PgDialect {

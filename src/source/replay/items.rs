@@ -302,6 +302,7 @@ impl<'de> Visitor<'de> for ItemSeed<'_> {
                 id,
                 labels: labels.unwrap_or_default(),
                 content: None,
+                columns: None,
             });
         }
         Ok(())

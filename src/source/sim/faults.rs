@@ -272,6 +272,7 @@ impl PageSource for FaultySource {
                     id: self.keys.raw(n),
                     labels: Vec::new(),
                     content: None,
+                    columns: None,
                 })
                 .collect(),
             next: (!done).then(|| format!("v{version}-o{next_at}")),

@@ -340,6 +340,7 @@ impl PageSource for SimSource {
                     id: RawId::Int(id),
                     labels,
                     content: None,
+                    columns: None,
                 }
             })
             .collect();

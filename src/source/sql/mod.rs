@@ -60,6 +60,8 @@ pub(crate) struct SqlSource<D: Dialect> {
     nulls_checked: Option<u64>,
     hasher: RecordHasher,
     pages_served: u64,
+    /// Give each item's per-column content digests (`PageSource::digest_columns`).
+    pub(crate) digest_columns: bool,
 }
 
 impl<D: Dialect> std::fmt::Debug for SqlSource<D> {
@@ -88,6 +90,7 @@ impl<D: Dialect> SqlSource<D> {
             nulls_checked: None,
             hasher: RecordHasher::new(),
             pages_served: 0,
+            digest_columns: false,
         }
     }
 
@@ -318,7 +321,8 @@ impl<D: Dialect> SqlSource<D> {
             &self.config.labels,
             &self.config.content,
             &mut self.hasher,
-        );
+        )
+        .with_columns(self.digest_columns);
         self.dialect.page(stmt, params, &mut rows).await?;
         let built = rows.finish().map_err(|detail| FetchError::InvalidPage {
             detail: format!("{detail} (pages follow index {})", plan.order.name),

@@ -65,6 +65,8 @@ pub(crate) struct PageRows<'a> {
     labels: &'a [(String, String)],
     content: &'a [String],
     hasher: &'a mut RecordHasher,
+    /// Give each item its per-column content digests.
+    columns: bool,
     items: Vec<Item>,
     /// Rows fed so far.
     rows: usize,
@@ -124,6 +126,7 @@ impl<'a> PageRows<'a> {
             labels,
             content,
             hasher,
+            columns: false,
             items: Vec::with_capacity(page_size.min(4096)),
             rows: 0,
             first_is_bound: false,
@@ -132,6 +135,13 @@ impl<'a> PageRows<'a> {
             size_bytes: 0,
             more: false,
         }
+    }
+
+    /// Gives each item its per-column content digests (`Item::columns`) when `on`.
+    #[must_use]
+    pub(crate) fn with_columns(mut self, on: bool) -> PageRows<'a> {
+        self.columns = on;
+        self
     }
 
     /// The rows the statement may return: the page, one past it, and the bound's own row.
@@ -276,6 +286,7 @@ impl Row<'_, '_> {
     /// # Errors
     /// Fewer content values were given than the config names.
     pub(crate) fn end(self) -> Result<(), RowsError> {
+        let mut columns = None;
         let content = if self.rows.content.is_empty() {
             None
         } else {
@@ -286,12 +297,16 @@ impl Row<'_, '_> {
                     expected: self.rows.content.len(),
                 });
             }
+            if self.rows.columns {
+                columns = Some(self.rows.hasher.column_digests());
+            }
             Some(self.rows.hasher.record_digest())
         };
         self.rows.items.push(Item {
             id: self.key.into_raw_id(),
             labels: self.labels,
             content,
+            columns,
         });
         Ok(())
     }

@@ -103,6 +103,10 @@ impl PageSource for SqliteSource {
     async fn count(&mut self) -> Option<u64> {
         self.0.count().await
     }
+
+    fn digest_columns(&mut self) {
+        self.0.digest_columns = true;
+    }
 }
 
 /// The SQLite dialect: the file, the connection (on loan to the blocking pool during a call)
