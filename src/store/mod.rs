@@ -51,6 +51,7 @@ pub mod simdisk;
 mod simdisk;
 mod snapshot;
 mod stops;
+mod summary;
 #[cfg(test)]
 mod tests;
 mod unfinished;
