@@ -17,7 +17,7 @@ use crate::reconcile::{Reconciler, Status, Violation};
 mod shards;
 mod text;
 
-pub(crate) use shards::{check_cover, check_shape};
+pub(crate) use shards::{check_cover_of, check_shape};
 pub use shards::{
     range_evidence, MergedFrom, ShardEntry, ShardFinding, ShardRange, RECEIPT_MERGED_KEYS,
 };

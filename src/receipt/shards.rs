@@ -132,22 +132,33 @@ pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), String> {
 /// first `lo` 0, each `hi` the next `lo`, the last `hi` 2^64 - 1 (to the end, that ID
 /// included), every bound but the last a multiple of the partition width. Returns the first
 /// problem in a sentence.
+#[cfg(test)]
 pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), String> {
+    check_cover_of(shards, None)
+}
+
+/// [`check_cover`] of the key range `cover` (a sub-plan's, which divides one shard of another
+/// plan) instead of the whole key space when given.
+pub(crate) fn check_cover_of(
+    shards: &[ShardEntry],
+    cover: Option<crate::contract::KeyRange>,
+) -> Result<(), String> {
     let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
         return Err("the list has no shard".to_owned());
     };
-    if first.key_range.lo != 0 {
-        return Err("shard 0 does not begin at 0".to_owned());
+    let (lo, hi) = cover.map_or((0, u64::MAX), |r| (r.lo, r.hi));
+    if first.key_range.lo != lo {
+        return Err(format!("shard 0 does not begin at {lo}"));
     }
-    if last.key_range.hi != u64::MAX {
-        return Err(format!("the last shard does not end at {}", u64::MAX));
+    if last.key_range.hi != hi {
+        return Err(format!("the last shard does not end at {hi}"));
     }
     for (k, s) in shards.iter().enumerate() {
         let r = s.key_range;
         if r.lo >= r.hi {
             return Err(format!("shard {k}'s range {} is empty", r.shown()));
         }
-        if k > 0 && r.lo % PARTITION_WIDTH != 0 {
+        if (k > 0 || cover.is_some()) && r.lo % PARTITION_WIDTH != 0 {
             return Err(format!(
                 "shard {k} begins at {}, not at a partition boundary",
                 r.lo

@@ -18,6 +18,9 @@ mod stream;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod within;
+#[cfg(test)]
+mod within_tests;
 
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{split, split_at, Plan, PlanError, Split, PLAN_BYTES_MAX, PLAN_FORMAT};
@@ -25,6 +28,7 @@ pub use retry::retry_shards;
 pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError, SHARD_ENV};
 pub use split::{split_for, SplitError};
 pub use stream::{merge_into, MergeError, MergedRun};
+pub use within::{split_within, PLAN_FORMAT_WITHIN};
 pub use sync::{
     hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
 };

@@ -505,7 +505,8 @@ impl MergedWriter<'_> {
         shards: &crate::receipt::MergedFrom,
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
-        let merged = MergeRecord::of(shards).map_err(|what| WriteError::InvalidRun {
+        let cover = self.new.contract.scope.key_range;
+        let merged = MergeRecord::of_cover(shards, cover).map_err(|what| WriteError::InvalidRun {
             path: self.store.path().to_owned(),
             what,
         })?;
