@@ -480,7 +480,9 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             ..
         } => {
             let Some(shards) = shards else {
-                return Err(CliError::usage("plan --within PLAN needs --shard K --shards N"));
+                return Err(CliError::usage(
+                    "plan --within PLAN needs --shard K --shards N",
+                ));
             };
             shard::plan_within(out, &outer, k, shards, dir)
         }

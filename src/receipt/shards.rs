@@ -158,7 +158,7 @@ pub(crate) fn check_cover_of(
         if r.lo >= r.hi {
             return Err(format!("shard {k}'s range {} is empty", r.shown()));
         }
-        if (k > 0 || cover.is_some()) && r.lo % PARTITION_WIDTH != 0 {
+        if (k > 0 || cover.is_some()) && !r.lo.is_multiple_of(PARTITION_WIDTH) {
             return Err(format!(
                 "shard {k} begins at {}, not at a partition boundary",
                 r.lo

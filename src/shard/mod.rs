@@ -28,7 +28,7 @@ pub use retry::retry_shards;
 pub use runner::{attempt_of, index_from, index_from_env, Attempt, ShardEnvError, SHARD_ENV};
 pub use split::{split_for, SplitError};
 pub use stream::{merge_into, MergeError, MergedRun};
-pub use within::{split_within, PLAN_FORMAT_WITHIN};
 pub use sync::{
     hold, join, joined_file, joined_path, not_joined, wait_for_joins, HoldError, JoinWait, Joined,
 };
+pub use within::{split_within, PLAN_FORMAT_WITHIN};

@@ -379,27 +379,9 @@ impl Plan {
                 format!("{PLAN_FORMAT_1:?} is a plan of an earlier build, whose last shard left out the ID 2^64-1; make the plan again with this build ({PLAN_FORMAT:?}), and scan its shards afresh"),
             ));
         }
-        let within = format == super::PLAN_FORMAT_WITHIN;
-        if format != PLAN_FORMAT && !within {
-            return Err(bad(
-                "format",
-                format!("{format:?} is not read by this build (it reads {PLAN_FORMAT:?} and {:?})", super::PLAN_FORMAT_WITHIN),
-            ));
-        }
         let contract = Contract::from_value(obj.get("contract").unwrap_or(&Value::Null))?;
-        let scoped = (contract.scope.key_range.is_some(), contract.scope.shard.is_some());
-        if !within && scoped != (false, false) {
-            return Err(bad(
-                "contract",
-                "the base contract has no key_range and no shard",
-            ));
-        }
-        if within && scoped != (true, true) {
-            return Err(bad(
-                "contract",
-                "a sub-plan's contract is its outer plan's shard contract: a key_range and a shard",
-            ));
-        }
+        super::within::check_format(&format, &contract)
+            .map_err(|(key, problem)| bad(key, problem))?;
         let snapshot_id = match obj.get("snapshot_id") {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Null) => None,

@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use crate::contract::{KeyRange, SHARDS_MAX};
+use crate::contract::{Contract, KeyRange, SHARDS_MAX};
 use crate::idset::PARTITION_WIDTH;
 
 use super::plan::{Plan, Split};
@@ -118,6 +118,39 @@ impl Plan {
     }
 }
 
+/// Checks a plan file's `format` (`PLAN_FORMAT` or `PLAN_FORMAT_WITHIN`) against its
+/// contract's scope: a plan's base contract has no key range and no shard, a sub-plan's has
+/// both (the outer plan's shard). The problem names its key.
+pub(super) fn check_format(
+    format: &str,
+    contract: &Contract,
+) -> Result<(), (&'static str, String)> {
+    let within = format == PLAN_FORMAT_WITHIN;
+    if format != super::PLAN_FORMAT && !within {
+        return Err((
+            "format",
+            format!(
+                "{format:?} is not read by this build (it reads {:?} and {PLAN_FORMAT_WITHIN:?})",
+                super::PLAN_FORMAT
+            ),
+        ));
+    }
+    let scoped = (
+        contract.scope.key_range.is_some(),
+        contract.scope.shard.is_some(),
+    );
+    if !within && scoped != (false, false) {
+        let problem = "the base contract has no key_range and no shard";
+        return Err(("contract", problem.to_owned()));
+    }
+    if within && scoped != (true, true) {
+        let problem =
+            "a sub-plan's contract is its outer plan's shard contract: a key_range and a shard";
+        return Err(("contract", problem.to_owned()));
+    }
+    Ok(())
+}
+
 /// Cuts `range` (partition-aligned at its start) into `n` shards of equal widths in
 /// partitions, each bound a partition boundary; the first begins at `range.lo`, the last ends
 /// at `range.hi`.
@@ -138,7 +171,7 @@ pub fn split_within(range: KeyRange, n: u32) -> Result<Vec<KeyRange>, String> {
     if n == 0 || n > SHARDS_MAX {
         return Err(format!("--shards: from 1 to {SHARDS_MAX}"));
     }
-    if range.lo % PARTITION_WIDTH != 0 {
+    if !range.lo.is_multiple_of(PARTITION_WIDTH) {
         return Err(format!(
             "the range {} does not begin at a partition boundary",
             range.shown()
@@ -193,7 +226,7 @@ pub(crate) fn check_within(shards: &[KeyRange], cover: KeyRange) -> Result<(), S
                 w[1].lo
             ));
         }
-        if w[1].lo % PARTITION_WIDTH != 0 {
+        if !w[1].lo.is_multiple_of(PARTITION_WIDTH) {
             return Err(format!(
                 "shard {} begins at {}, not at a partition boundary (a multiple of {PARTITION_WIDTH})",
                 k + 1,

@@ -13,9 +13,7 @@ use crate::store::{Store, StoreOptions};
 
 /// The collection: every third ID from 5 below 600,000, and two near the top of the space.
 fn collection() -> impl Iterator<Item = u64> {
-    (5..600_000u64)
-        .step_by(3)
-        .chain([u64::MAX - 7, u64::MAX])
+    (5..600_000u64).step_by(3).chain([u64::MAX - 7, u64::MAX])
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -71,7 +69,10 @@ fn scan(plan: &Plan, k: u32, path: &Path, fault: Fault) {
 
 /// Merges `stores` under `plan` into a new store at `out`; its receipt.
 fn merge(plan: &Plan, stores: &[PathBuf], out: &Path) -> Receipt {
-    let opened: Vec<Store> = stores.iter().map(|p| Store::open_read(p).unwrap()).collect();
+    let opened: Vec<Store> = stores
+        .iter()
+        .map(|p| Store::open_read(p).unwrap())
+        .collect();
     let views: Vec<ShardStore<'_>> = stores
         .iter()
         .zip(&opened)
@@ -99,7 +100,14 @@ fn outer_plan() -> Plan {
 }
 
 fn sub_plan(outer: &Plan, k: u32) -> Plan {
-    Plan::within(outer, k, 2, "2026-12-02T00:00:01.000Z".into(), format!("{k:032}")).unwrap()
+    Plan::within(
+        outer,
+        k,
+        2,
+        "2026-12-02T00:00:01.000Z".into(),
+        format!("{k:032}"),
+    )
+    .unwrap()
 }
 
 /// Scans every shard of `plan` into `dir` (`faults[j]` for shard j) and merges them into
@@ -181,27 +189,49 @@ fn a_merge_of_sub_plan_merges_is_the_merge_of_all_their_shards() {
     assert_eq!(flat_receipt.coverage_status, Status::Verified);
     let (r0, m0) = scan_and_merge(&subs[0], dir.path(), "a", &ok[..2]);
     let (r1, m1) = scan_and_merge(&subs[1], dir.path(), "b", &ok[..2]);
-    assert_eq!((r0.coverage_status, r1.coverage_status), (Status::Verified, Status::Verified));
-    let nested = merge(&outer, &[m0.clone(), m1.clone()], &dir.path().join("nested.redb"));
+    assert_eq!(
+        (r0.coverage_status, r1.coverage_status),
+        (Status::Verified, Status::Verified)
+    );
+    let nested = merge(
+        &outer,
+        &[m0.clone(), m1.clone()],
+        &dir.path().join("nested.redb"),
+    );
     same_collection(&nested, &flat_receipt);
     assert_eq!(nested.coverage_status, Status::Verified);
     let shards = nested.shards.as_ref().unwrap();
-    assert!(shards.iter().all(|s| s.finding == crate::receipt::ShardFinding::Merged));
+    assert!(shards
+        .iter()
+        .all(|s| s.finding == crate::receipt::ShardFinding::Merged));
     // The unique count equals the collection's.
     assert_eq!(nested.unique_ids_observed, collection().count() as u64);
 
     // A sub-merge that is failed (one of its shards repeated a cursor) makes the outer merge
     // failed; one with a shard missing (unknown) makes it unknown: never verified.
-    let (bad, m_bad) = scan_and_merge(&subs[1], dir.path(), "c", &[Fault::RepeatedCursor, Fault::None]);
+    let (bad, m_bad) = scan_and_merge(
+        &subs[1],
+        dir.path(),
+        "c",
+        &[Fault::RepeatedCursor, Fault::None],
+    );
     assert_eq!(bad.coverage_status, Status::Failed);
-    let outer_bad = merge(&outer, &[m0.clone(), m_bad], &dir.path().join("outer-bad.redb"));
+    let outer_bad = merge(
+        &outer,
+        &[m0.clone(), m_bad],
+        &dir.path().join("outer-bad.redb"),
+    );
     assert_eq!(outer_bad.coverage_status, Status::Failed);
     let one = dir.path().join("d-0.redb");
     scan(&subs[1], 0, &one, Fault::None);
     let m_missing = dir.path().join("d-merged.redb");
     let missing = merge(&subs[1], &[one], &m_missing);
     assert_eq!(missing.coverage_status, Status::Unknown);
-    let outer_missing = merge(&outer, &[m0, m_missing], &dir.path().join("outer-missing.redb"));
+    let outer_missing = merge(
+        &outer,
+        &[m0, m_missing],
+        &dir.path().join("outer-missing.redb"),
+    );
     assert_eq!(outer_missing.coverage_status, Status::Unknown);
     // A sub-plan's merged run is not a shard of another plan.
     let mut other = outer_plan();

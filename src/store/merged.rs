@@ -506,10 +506,11 @@ impl MergedWriter<'_> {
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
         let cover = self.new.contract.scope.key_range;
-        let merged = MergeRecord::of_cover(shards, cover).map_err(|what| WriteError::InvalidRun {
-            path: self.store.path().to_owned(),
-            what,
-        })?;
+        let merged =
+            MergeRecord::of_cover(shards, cover).map_err(|what| WriteError::InvalidRun {
+                path: self.store.path().to_owned(),
+                what,
+            })?;
         self.new.started_at_ms = started_at_ms;
         let mut progress = rec.progress().clone();
         progress.next = None;

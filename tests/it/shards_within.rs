@@ -16,7 +16,9 @@ fn plan_within(env: &Env, outer: &Path, k: u32, n: u32, dir: &str) -> PathBuf {
     let out = env.path().join(dir);
     let (k, n) = (k.to_string(), n.to_string());
     let (o, d) = (s(outer), s(&out));
-    let args = ["plan", "--within", &o, "--shard", &k, "--shards", &n, "--out", &d];
+    let args = [
+        "plan", "--within", &o, "--shard", &k, "--shards", &n, "--out", &d,
+    ];
     let (code, v, err) = sl_json(&args);
     assert_eq!(code, 0, "plan --within: {err}");
     assert_eq!(v["split"]["by"], "within");
@@ -70,7 +72,11 @@ fn a_merge_of_sub_plan_merges_has_the_single_scans_root_counts_and_verdict() {
     let partial = env.path().join("q1-merged.redb");
     let (_, m, _) = merge(&sub, &partial, &[store]);
     assert_eq!(m["receipt"]["coverage_status"], "unknown");
-    let (code, m, _) = merge(&outer, &env.path().join("m2.redb"), &[merged[0].clone(), partial]);
+    let (code, m, _) = merge(
+        &outer,
+        &env.path().join("m2.redb"),
+        &[merged[0].clone(), partial],
+    );
     assert_ne!(code, 0);
     assert_eq!(m["receipt"]["coverage_status"], "unknown");
 }
