@@ -478,14 +478,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             shards,
             out: dir,
             ..
-        } => {
-            let Some(shards) = shards else {
-                return Err(CliError::usage(
-                    "plan --within PLAN needs --shard K --shards N",
-                ));
-            };
-            shard::plan_within(out, &outer, k, shards, dir)
-        }
+        } => shard::plan_within(out, &outer, k, shards, dir),
         Command::Plan {
             contract,
             source,

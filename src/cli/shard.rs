@@ -163,9 +163,14 @@ pub(crate) fn plan_within(
     out: &Out,
     outer: &Path,
     index: u32,
-    shards: u32,
+    shards: Option<u32>,
     dir: PathBuf,
 ) -> Result<i32, CliError> {
+    let Some(shards) = shards else {
+        return Err(CliError::usage(
+            "plan --within PLAN needs --shard K --shards N",
+        ));
+    };
     let outer_plan = read_plan(outer)?;
     let plan = Plan::within(
         &outer_plan,
