@@ -175,10 +175,10 @@ pub(crate) enum Command {
     )]
     Plan {
         /// The contract to cut (no key_range, no shard).
-        #[arg(long, value_name = "FILE", required_unless_present = "release")]
+        #[arg(long, value_name = "FILE", required_unless_present_any = ["release", "within"])]
         contract: Option<PathBuf>,
         /// The source the shards scan.
-        #[arg(long, value_name = "SPEC", required_unless_present = "release")]
+        #[arg(long, value_name = "SPEC", required_unless_present_any = ["release", "within"])]
         source: Option<String>,
         /// How many shards.
         #[arg(long, value_name = "N", required_unless_present = "release", value_parser = clap::value_parser!(u32).range(1..=i64::from(scanledger::SHARDS_MAX)))]
@@ -216,6 +216,14 @@ pub(crate) enum Command {
         /// which its coordinator waits for).
         #[arg(long, value_name = "DIR", conflicts_with_all = ["contract", "source", "shards", "key_space", "hold_snapshot"])]
         release: Option<PathBuf>,
+        /// Divide shard --shard K of the plan PLAN into --shards N shards (a sub-plan, format
+        /// 3): the run `merge` writes of the sub-plan's shard stores is shard K's run for the
+        /// merge of PLAN.
+        #[arg(long, value_name = "PLAN", requires = "shard", conflicts_with_all = ["contract", "source", "key_space", "hold_snapshot", "release"])]
+        within: Option<PathBuf>,
+        /// With --within: the shard of PLAN to divide.
+        #[arg(long, value_name = "K", requires = "within")]
+        shard: Option<u32>,
     },
     /// Merge the shard stores of a plan into one run whose receipt is the single scan's.
     Merge {
@@ -465,6 +473,13 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             release: Some(dir), ..
         } => shard::release(out, &dir),
         Command::Plan {
+            within: Some(outer),
+            shard: Some(k),
+            shards,
+            out: dir,
+            ..
+        } => shard::plan_within(out, &outer, k, shards, dir),
+        Command::Plan {
             contract,
             source,
             shards,
@@ -474,6 +489,7 @@ fn run(cli: Cli, out: &Out) -> Result<i32, CliError> {
             hold_timeout_seconds,
             lock_timeout_seconds,
             release: None,
+            ..
         } => {
             let (Some(contract), Some(source), Some(shards)) = (contract, source, shards) else {
                 return Err(CliError::usage(

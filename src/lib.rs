@@ -133,8 +133,9 @@ pub use idset::{partition_of, IdSet, PARTITION_BITS, PARTITION_WIDTH};
 pub use io_bound::{read_text as read_bounded, FileError};
 pub use receipt::{
     merkle_root_of, range_evidence, range_words, rfc3339, terminal_safe, Emphasis, LabelSummary,
-    MergedFrom, Ranges, Receipt, ReceiptError, RunId, RunMeta, ShardEntry, ShardFinding,
-    ShardRange, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS, RECEIPT_MERGED_KEYS,
+    MergedFrom, Ranges, RangesFold, Receipt, ReceiptError, ReceiptFacts, RunId, RunMeta,
+    ShardEntry, ShardFinding, ShardRange, RANGES_SHOWN_MAX, RECEIPT_FORMAT_VERSION, RECEIPT_KEYS,
+    RECEIPT_MERGED_KEYS,
 };
 pub use reconcile::{
     ConclusionScope, Delta, FetchFailure, Limit, Observation, PageLog, PartitionCheck, Progress,

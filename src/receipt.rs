@@ -17,7 +17,7 @@ use crate::reconcile::{Reconciler, Status, Violation};
 mod shards;
 mod text;
 
-pub(crate) use shards::{check_cover, check_shape};
+pub(crate) use shards::{check_cover_of, check_shape};
 pub use shards::{
     range_evidence, MergedFrom, ShardEntry, ShardFinding, ShardRange, RECEIPT_MERGED_KEYS,
 };
@@ -84,17 +84,123 @@ impl Ranges {
     /// The ranges of a set, rendered by the codec.
     #[must_use]
     pub fn of(set: &IdSet, codec: &IdCodec) -> Ranges {
-        let mut ranges = Vec::new();
-        let mut total = 0u64;
-        for (first, last) in set.ranges() {
-            if ranges.len() < RANGES_SHOWN_MAX {
-                ranges.push(format!("{}..{}", codec.render(first), codec.render(last)));
-            }
-            total += 1;
+        let mut fold = RangesFold::default();
+        for (p, b) in set.partitions() {
+            fold.push_partition(p, b, codec);
         }
-        Ranges {
-            ranges,
-            ranges_total: total,
+        fold.finish(codec).0
+    }
+}
+
+/// [`Ranges::of`] fed one partition at a time, in ascending order: what a reader that
+/// streams a set keeps (the ranges shown, the open range, two counts), whatever its size.
+#[derive(Debug, Clone, Default)]
+pub struct RangesFold {
+    ranges: Vec<String>,
+    total: u64,
+    count: u64,
+    open: Option<(u64, u64)>,
+}
+
+impl RangesFold {
+    /// The next partition (its low 16 bits); partitions come in ascending order.
+    pub fn push_partition(&mut self, p: u64, bitmap: &roaring::RoaringBitmap, codec: &IdCodec) {
+        let base = p << crate::idset::PARTITION_BITS;
+        self.count = self.count.saturating_add(bitmap.len());
+        for low in bitmap {
+            let id = base | u64::from(low);
+            self.open = match self.open {
+                Some((first, last)) if last.checked_add(1) == Some(id) => Some((first, id)),
+                Some((first, last)) => {
+                    self.close(first, last, codec);
+                    Some((id, id))
+                }
+                None => Some((id, id)),
+            };
+        }
+    }
+
+    fn close(&mut self, first: u64, last: u64, codec: &IdCodec) {
+        if self.ranges.len() < RANGES_SHOWN_MAX {
+            self.ranges
+                .push(format!("{}..{}", codec.render(first), codec.render(last)));
+        }
+        self.total = self.total.saturating_add(1);
+    }
+
+    /// The ranges and the number of IDs pushed.
+    #[must_use]
+    pub fn finish(mut self, codec: &IdCodec) -> (Ranges, u64) {
+        if let Some((first, last)) = self.open.take() {
+            self.close(first, last, codec);
+        }
+        let ranges = Ranges {
+            ranges: self.ranges,
+            ranges_total: self.total,
+        };
+        (ranges, self.count)
+    }
+
+    /// The label summary of the IDs pushed.
+    #[must_use]
+    pub fn label_summary(self, codec: &IdCodec) -> LabelSummary {
+        let (r, count) = self.finish(codec);
+        LabelSummary {
+            count,
+            ranges: r.ranges,
+            ranges_total: r.ranges_total,
+        }
+    }
+}
+
+/// What a receipt takes from a run's state: its progress and what its sets come to. Built
+/// from a reconciler ([`ReceiptFacts::of`]) or, without loading the sets, by the store from a
+/// run's record and its partitions read one batch at a time (`Snapshot::receipt`).
+#[derive(Debug, Clone)]
+pub struct ReceiptFacts<'a> {
+    /// The run's progress.
+    pub progress: &'a crate::reconcile::Progress,
+    /// The query digest of the run's scope.
+    pub query_digest: String,
+    /// Unique IDs.
+    pub unique_ids: u64,
+    /// The Merkle root (over partitions, or over string digests for the `string` codec).
+    pub root: digest::Hash,
+    /// The root's leaves: non-empty partitions (string-tree buckets for `string`).
+    pub partitions: u64,
+    /// The content root, when the run has content accumulators.
+    pub content_root: Option<digest::Hash>,
+    /// One summary per label, by name.
+    pub labels: BTreeMap<String, LabelSummary>,
+}
+
+impl<'a> ReceiptFacts<'a> {
+    /// The facts of a reconciler's state (its sets in memory).
+    #[must_use]
+    pub fn of(rec: &'a Reconciler) -> ReceiptFacts<'a> {
+        let p = rec.progress();
+        let (root, partitions) = merkle_root_of(rec.ids(), rec.codec());
+        let labels = p
+            .label_names
+            .iter()
+            .zip(rec.labels())
+            .map(|(name, set)| {
+                let mut fold = RangesFold::default();
+                for (part, b) in set.partitions() {
+                    fold.push_partition(part, b, rec.codec());
+                }
+                (name.clone(), fold.label_summary(rec.codec()))
+            })
+            .collect();
+        ReceiptFacts {
+            progress: p,
+            query_digest: rec.query_digest().to_owned(),
+            unique_ids: rec.ids().len(),
+            root,
+            partitions,
+            content_root: (!rec.content().is_empty())
+                .then(|| crate::content::root(rec.content().iter().map(|(l, a)| (*l, a)))),
+            labels,
         }
     }
 }
@@ -319,31 +425,26 @@ impl Receipt {
     /// `meta` has them: a run `merge` wrote).
     #[must_use]
     pub fn build(contract: &Contract, meta: &RunMeta, rec: &Reconciler) -> Receipt {
-        let p = rec.progress();
-        let (root, partitions) = merkle_root_of(rec.ids(), rec.codec());
-        let status = rec.status();
-        let mut labels = BTreeMap::new();
-        for (name, set) in p.label_names.iter().zip(rec.labels()) {
-            labels.insert(name.clone(), {
-                let r = Ranges::of(set, rec.codec());
-                LabelSummary {
-                    count: set.len(),
-                    ranges: r.ranges,
-                    ranges_total: r.ranges_total,
-                }
-            });
-        }
+        Receipt::from_facts(contract, meta, ReceiptFacts::of(rec))
+    }
+
+    /// Builds the receipt of a run from what it takes of the run's state: the same receipt
+    /// as [`Receipt::build`] over a reconciler whose state gives these facts.
+    #[must_use]
+    pub fn from_facts(contract: &Contract, meta: &RunMeta, facts: ReceiptFacts<'_>) -> Receipt {
+        let p = facts.progress;
+        let status = p.status();
         let count_total = match contract.mode {
             crate::contract::Mode::Count => meta
                 .server_count
-                .or((status == Status::Verified).then(|| rec.ids().len())),
+                .or((status == Status::Verified).then_some(facts.unique_ids)),
             _ => None,
         };
         Receipt {
             run_id: meta.run_id.to_string(),
             source: contract.scope.source.clone(),
             tenant: contract.scope.tenant.clone(),
-            query_digest: rec.query_digest().to_owned(),
+            query_digest: facts.query_digest,
             snapshot_id: p.pinned_snapshot.clone(),
             mode: contract.mode.name(),
             id_codec: contract.id_codec,
@@ -351,23 +452,19 @@ impl Receipt {
             pages_observed: p.pages_observed,
             records_expected: contract.expected_count,
             records_observed: p.records_observed,
-            unique_ids_observed: rec.ids().len(),
+            unique_ids_observed: facts.unique_ids,
             duplicate_ids: p.duplicate_ids,
             cursor_chain_digest: digest::display(&p.chain),
             terminal_cursor_observed: p.terminal_observed,
             limits_hit: p.limits_hit.iter().map(|l| l.as_str().to_owned()).collect(),
             coverage_status: status,
-            conclusion_scope: rec.conclusion_scope(),
+            conclusion_scope: p.conclusion_scope(),
             violations: p.violations.clone(),
             violations_dropped: p.violations_dropped,
-            merkle_root: digest::display(&root),
-            partitions,
-            content_root: (!rec.content().is_empty()).then(|| {
-                digest::display(&crate::content::root(
-                    rec.content().iter().map(|(l, a)| (*l, a)),
-                ))
-            }),
-            labels,
+            merkle_root: digest::display(&facts.root),
+            partitions: facts.partitions,
+            content_root: facts.content_root.as_ref().map(digest::display),
+            labels: facts.labels,
             missing_id_ranges: None,
             restarts: meta.restarts,
             restarted_from: meta.restarted_from.map(|r| r.to_string()),
@@ -473,6 +570,42 @@ pub fn rfc3339(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::rfc3339;
+
+    proptest::proptest! {
+        /// The fold over partitions gives exactly the ranges, count and total of the IDs in
+        /// order, runs across partition boundaries and the ends of the ID space included.
+        #[test]
+        fn ranges_folded_by_partition_are_the_ranges_of_the_ids(
+            picks in proptest::collection::vec((0u64..6, 0u64..200), 0..300),
+        ) {
+            let bases = [0, 65_436, 131_000, 1 << 40, u64::MAX - 150, u64::MAX - 70_000];
+            let set: crate::IdSet = picks
+                .iter()
+                .map(|&(b, off)| bases[b as usize].saturating_add(off))
+                .collect();
+            let codec = crate::codec::IdCodec::new(crate::contract::IdCodecKind::Int, None);
+            let mut naive = Vec::new();
+            for id in set.iter() {
+                match naive.last_mut() {
+                    Some((_, last)) if *last + 1 == id => *last = id,
+                    _ => naive.push((id, id)),
+                }
+            }
+            let mut fold = super::RangesFold::default();
+            for (p, b) in set.partitions() {
+                fold.push_partition(p, b, &codec);
+            }
+            let (r, count) = fold.finish(&codec);
+            proptest::prop_assert_eq!(count, set.len());
+            proptest::prop_assert_eq!(r.ranges_total, naive.len() as u64);
+            let shown: Vec<String> = naive
+                .iter()
+                .take(super::RANGES_SHOWN_MAX)
+                .map(|(a, b)| format!("{a}..{b}"))
+                .collect();
+            proptest::prop_assert_eq!(r.ranges, shown);
+        }
+    }
 
     #[test]
     fn timestamps_are_rfc_3339_utc_with_three_fraction_digits() {

@@ -140,6 +140,44 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
     coordinate(args, &mut source, &rt, &snapshot, &release, locked_at)
 }
 
+/// `plan --within PLAN --shard K --shards N [--out DIR]`: shard K of PLAN divided into a
+/// sub-plan (`Plan::within`), written and printed as `plan` writes a plan.
+pub(crate) fn plan_within(
+    out: &Out,
+    outer: &Path,
+    index: u32,
+    shards: Option<u32>,
+    dir: PathBuf,
+) -> Result<i32, CliError> {
+    let Some(shards) = shards else {
+        return Err(CliError::usage(
+            "plan --within PLAN needs --shard K --shards N",
+        ));
+    };
+    let outer_plan = read_plan(outer)?;
+    let plan = Plan::within(
+        &outer_plan,
+        index,
+        shards,
+        scanledger::rfc3339(scanledger::now_ms()),
+        random_hex16()?,
+    )
+    .map_err(|e| CliError::usage(e).with_field("--within"))?;
+    let args = PlanArgs {
+        contract: outer.to_owned(),
+        source: plan.source.clone(),
+        shards,
+        out: dir,
+        key_space: None,
+        hold_snapshot: false,
+        hold_timeout_seconds: 0,
+        lock_timeout_seconds: 0,
+    };
+    let (path, _) = write_plan(&args, &plan)?;
+    print_plan(out, &args, &plan, &path)?;
+    Ok(0)
+}
+
 /// Writes the plan's directory: no release file, each shard's contract, and `plan.json`
 /// last. Returns the plan's path and the release file's.
 fn write_plan(args: &PlanArgs, plan: &Plan) -> Result<(PathBuf, PathBuf), CliError> {

@@ -196,7 +196,8 @@ pub fn check(claimed: &Receipt, e: &Evidence<'_>) -> Vec<Mismatch> {
         ));
     }
     if let Some(stored) = &e.meta.merged {
-        out.extend(shard_list_mismatches(&stored.shards, &expected));
+        let cover = e.contract.scope.key_range;
+        out.extend(shard_list_mismatches(&stored.shards, cover, &expected));
     }
     let order = field_order(&expected);
     out.sort_by_key(|m| {
@@ -208,8 +209,14 @@ pub fn check(claimed: &Receipt, e: &Evidence<'_>) -> Vec<Mismatch> {
 
 /// The store against itself for a merged run: the recorded shard list is a plan's, and (for
 /// a verified run) says of each shard what the ID bitmaps give. The first difference only.
-fn shard_list_mismatches(stored: &[ShardEntry], expected: &Receipt) -> Option<Mismatch> {
-    if let Err(why) = crate::receipt::check_shape(stored).and(crate::receipt::check_cover(stored)) {
+fn shard_list_mismatches(
+    stored: &[ShardEntry],
+    cover: Option<crate::contract::KeyRange>,
+    expected: &Receipt,
+) -> Option<Mismatch> {
+    if let Err(why) =
+        crate::receipt::check_shape(stored).and(crate::receipt::check_cover_of(stored, cover))
+    {
         return Some(store_mismatch(
             "shards",
             &format!("{} shards", stored.len()),

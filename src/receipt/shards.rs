@@ -132,12 +132,18 @@ pub(crate) enum ShardListError {
     /// An empty list, where a cover is checked.
     #[error("the list has no shard")]
     Empty,
-    /// The first range does not begin at 0.
-    #[error("shard 0 does not begin at 0")]
-    Start,
-    /// The last range does not run to the end.
-    #[error("the last shard does not end at {}", u64::MAX)]
-    End,
+    /// The first range does not begin where the cover does (0 for a whole key space).
+    #[error("shard 0 does not begin at {lo}")]
+    Start {
+        /// Where the cover begins.
+        lo: u64,
+    },
+    /// The last range does not run to the end of the cover (2^64 - 1 for a whole key space).
+    #[error("the last shard does not end at {hi}")]
+    End {
+        /// Where the cover ends.
+        hi: u64,
+    },
     /// A range with no ID.
     #[error("shard {k}'s range {range} is empty")]
     EmptyRange {
@@ -189,15 +195,29 @@ pub(crate) fn check_shape(shards: &[ShardEntry]) -> Result<(), ShardListError> {
 ///
 /// # Errors
 /// The first problem.
+#[cfg(test)]
 pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), ShardListError> {
+    check_cover_of(shards, None)
+}
+
+/// [`check_cover`] of the key range `cover` (a sub-plan's, which divides one shard of another
+/// plan) instead of the whole key space when given.
+///
+/// # Errors
+/// The first problem.
+pub(crate) fn check_cover_of(
+    shards: &[ShardEntry],
+    cover: Option<crate::contract::KeyRange>,
+) -> Result<(), ShardListError> {
     let (Some(first), Some(last)) = (shards.first(), shards.last()) else {
         return Err(ShardListError::Empty);
     };
-    if first.key_range.lo != 0 {
-        return Err(ShardListError::Start);
+    let (lo, hi) = cover.map_or((0, u64::MAX), |r| (r.lo, r.hi));
+    if first.key_range.lo != lo {
+        return Err(ShardListError::Start { lo });
     }
-    if last.key_range.hi != u64::MAX {
-        return Err(ShardListError::End);
+    if last.key_range.hi != hi {
+        return Err(ShardListError::End { hi });
     }
     for (k, s) in shards.iter().enumerate() {
         let r = s.key_range;
@@ -207,7 +227,7 @@ pub(crate) fn check_cover(shards: &[ShardEntry]) -> Result<(), ShardListError> {
                 range: r.shown(),
             });
         }
-        if k > 0 && r.lo % PARTITION_WIDTH != 0 {
+        if (k > 0 || cover.is_some()) && !r.lo.is_multiple_of(PARTITION_WIDTH) {
             return Err(ShardListError::Unaligned { k, lo: r.lo });
         }
         if let Some(next) = shards.get(k + 1) {

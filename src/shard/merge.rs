@@ -186,7 +186,7 @@ impl Merging {
             snapshots: Vec::new(),
             all_taken: true,
         };
-        if let Err(gap) = super::plan::check_shards(&plan.shards) {
+        if let Err(gap) = plan.check_cover() {
             m.reconciler.merge_finding(
                 ViolationKind::ShardMismatch,
                 0,

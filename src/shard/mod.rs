@@ -18,6 +18,9 @@ mod stream;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod within;
+#[cfg(test)]
+mod within_tests;
 
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{
@@ -32,3 +35,4 @@ pub use sync::{
     hold, join, joined_file, joined_path, not_joined, ping_every, released_by, wait_for_joins,
     HoldError, JoinWait, Joined,
 };
+pub use within::{split_within, PLAN_FORMAT_WITHIN};

@@ -180,6 +180,9 @@ pub enum ShardsError {
     /// A list of shards out of range.
     #[error("from 1 to {SHARDS_MAX} shards")]
     Listed,
+    /// A sub-plan's shards that do not cover the key range of the shard it divides.
+    #[error("{0}")]
+    Within(String),
     /// The IDs from 0 are in no shard.
     #[error("the IDs 0 to {to} are in no shard: the first shard must begin at 0")]
     Start {
@@ -369,14 +372,14 @@ impl Plan {
     /// The plan's JSON without `plan_digest`: what the digest is over.
     fn body(&self) -> Map<String, Value> {
         let mut m = Map::new();
-        m.insert("format".into(), Value::from(PLAN_FORMAT));
+        m.insert("format".into(), Value::from(self.format()));
         m.insert(
             "contract_digest".into(),
             Value::from(self.contract_digest()),
         );
         m.insert("created_at".into(), Value::from(self.created_at.clone()));
         m.insert("nonce".into(), Value::from(self.nonce.clone()));
-        m.insert("contract".into(), self.contract.base().to_value());
+        m.insert("contract".into(), self.contract_value());
         m.insert("source".into(), Value::from(self.source.clone()));
         m.insert(
             "snapshot_id".into(),
@@ -482,19 +485,9 @@ impl Plan {
                 format!("{PLAN_FORMAT_1:?} is a plan of an earlier build, whose last shard left out the ID 2^64-1; make the plan again with this build ({PLAN_FORMAT:?}), and scan its shards afresh"),
             ));
         }
-        if format != PLAN_FORMAT {
-            return Err(bad(
-                "format",
-                format!("{format:?} is not read by this build (it reads {PLAN_FORMAT:?})"),
-            ));
-        }
         let contract = Contract::from_value(obj.get("contract").unwrap_or(&Value::Null))?;
-        if contract.scope.key_range.is_some() || contract.scope.shard.is_some() {
-            return Err(bad(
-                "contract",
-                "the base contract has no key_range and no shard",
-            ));
-        }
+        super::within::check_format(&format, &contract)
+            .map_err(|(key, problem)| bad(key, problem))?;
         let snapshot_id = match obj.get("snapshot_id") {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Null) => None,
@@ -547,7 +540,6 @@ impl Plan {
             };
             shards.push(KeyRange::new(lo, hi).ok_or_else(|| bad(&key, "lo must be below hi"))?);
         }
-        check_shards(&shards).map_err(PlanError::Shards)?;
         let plan = Plan {
             contract,
             source: text_of("source")?,
@@ -558,6 +550,7 @@ impl Plan {
             created_at: text_of("created_at")?,
             nonce: text_of("nonce")?,
         };
+        plan.check_cover().map_err(PlanError::Shards)?;
         let recorded = text_of("plan_digest")?;
         let computed = plan.digest();
         if recorded != computed {

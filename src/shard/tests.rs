@@ -166,6 +166,10 @@ fn verify_checks_a_verified_merged_runs_shard_list_against_its_bitmaps() {
     let receipt = snap.receipt(run).unwrap();
     assert_eq!(receipt.shards.as_ref(), Some(&good.shards));
     assert_eq!(
+        serde_json::to_string(&receipt).unwrap(),
+        serde_json::to_string(&snap.receipt_loaded(run).unwrap()).unwrap()
+    );
+    assert_eq!(
         crate::evidence::verify_receipt(&snap, &receipt).unwrap(),
         []
     );

@@ -172,7 +172,17 @@ impl Snapshot<'_> {
     /// `ReadError` when unreadable, unknown or damaged.
     pub(crate) fn run_record(&self, run: RunId) -> Result<StoredRun, ReadError> {
         let rec = self.record(run)?;
-        // What `load` checks of the record alone.
+        self.check_record(run, &rec)?;
+        Ok(StoredRun {
+            unique_ids: rec.unique_ids,
+            root: rec.merkle_root,
+            started_at_ms: rec.started_at_ms,
+            progress: rec.progress,
+        })
+    }
+
+    /// What `load` checks of a run's record alone.
+    pub(super) fn check_record(&self, run: RunId, rec: &RunRecord) -> Result<(), ReadError> {
         let p = &rec.progress;
         if p.records_observed != rec.unique_ids.saturating_add(p.duplicate_ids) {
             return Err(self.damaged(
@@ -188,12 +198,7 @@ impl Snapshot<'_> {
                 "a run that saw its terminal page still has a request",
             ));
         }
-        Ok(StoredRun {
-            unique_ids: rec.unique_ids,
-            root: rec.merkle_root,
-            started_at_ms: rec.started_at_ms,
-            progress: rec.progress,
-        })
+        Ok(())
     }
 }
 
@@ -500,10 +505,12 @@ impl MergedWriter<'_> {
         shards: &crate::receipt::MergedFrom,
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
-        let merged = MergeRecord::of(shards).map_err(|what| WriteError::InvalidRun {
-            path: self.store.path().to_owned(),
-            what,
-        })?;
+        let cover = self.new.contract.scope.key_range;
+        let merged =
+            MergeRecord::of_cover(shards, cover).map_err(|what| WriteError::InvalidRun {
+                path: self.store.path().to_owned(),
+                what,
+            })?;
         self.new.started_at_ms = started_at_ms;
         let mut progress = rec.progress().clone();
         progress.next = None;

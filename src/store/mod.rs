@@ -51,6 +51,7 @@ pub mod simdisk;
 mod simdisk;
 mod snapshot;
 mod stops;
+mod summary;
 #[cfg(test)]
 mod tests;
 mod unfinished;
@@ -476,7 +477,7 @@ impl Store {
         finished_at_ms: u64,
     ) -> Result<RunId, WriteError> {
         let merged = shards
-            .map(records::MergeRecord::of)
+            .map(|m| records::MergeRecord::of_cover(m, contract.scope.key_range))
             .transpose()
             .map_err(|what| WriteError::InvalidRun {
                 path: self.path().to_owned(),

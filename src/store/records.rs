@@ -103,9 +103,19 @@ struct MergeV2 {
 impl MergeRecord {
     /// The stored form of a merged run's list, checked as a plan's (every run `run-N`, every
     /// digest `sha256:` + 64 hex digits, the ranges a cover of the key space).
+    #[cfg(test)]
     pub(crate) fn of(m: &MergedFrom) -> Result<MergeRecord, String> {
+        MergeRecord::of_cover(m, None)
+    }
+
+    /// [`MergeRecord::of`] for the run of a sub-plan: its ranges a cover of `cover`, the
+    /// key range of the outer plan's shard it divides, when given.
+    pub(crate) fn of_cover(
+        m: &MergedFrom,
+        cover: Option<crate::contract::KeyRange>,
+    ) -> Result<MergeRecord, String> {
         crate::receipt::check_shape(&m.shards)
-            .and(crate::receipt::check_cover(&m.shards))
+            .and(crate::receipt::check_cover_of(&m.shards, cover))
             .map_err(|e| e.to_string())?;
         let digest_of = |what: &str, s: &str| {
             digest::parse_display(s).ok_or_else(|| format!("{what} {s:?} is not a sha256: digest"))
@@ -337,8 +347,9 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Option<RunRecord> {
     let (v, merged): (RunRecordV1, _) = match version {
         RUN_RECORD_V1 => (postcard::from_bytes(body).ok()?, None),
         RUN_RECORD_V2 => {
-            let (v, rest) = postcard::take_from_bytes(body).ok()?;
-            (v, Some(decode_merge(rest)?))
+            let (v, rest): (RunRecordV1, _) = postcard::take_from_bytes(body).ok()?;
+            let merge = decode_merge(rest, &v.contract_json)?;
+            (v, Some(merge))
         }
         _ => return None,
     };
@@ -413,7 +424,7 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Option<RunRecord> {
 
 /// A merged run's plan and shards after its version-1 fields: every code known, the ranges a
 /// plan's, nothing after them.
-fn decode_merge(bytes: &[u8]) -> Option<MergeRecord> {
+fn decode_merge(bytes: &[u8], contract_json: &str) -> Option<MergeRecord> {
     let (m, rest): (MergeV2, _) = postcard::take_from_bytes(bytes).ok()?;
     if !rest.is_empty() || m.shards.len() > crate::contract::SHARDS_MAX as usize {
         return None;
@@ -428,7 +439,15 @@ fn decode_merge(bytes: &[u8]) -> Option<MergeRecord> {
         plan_digest: m.plan_digest,
         shards: m.shards,
     };
-    crate::receipt::check_cover(&record.to_receipt().shards).ok()?;
+    // The whole key space, or the key range of the run's contract (the run of a sub-plan,
+    // which divides one shard of another plan).
+    let list = record.to_receipt().shards;
+    let whole = crate::receipt::check_cover_of(&list, None);
+    if whole.is_err() {
+        let contract = crate::contract::Contract::from_json(contract_json).ok()?;
+        let cover = contract.scope.key_range?;
+        crate::receipt::check_cover_of(&list, Some(cover)).ok()?;
+    }
     Some(record)
 }
 

@@ -157,7 +157,7 @@ impl<'s> Snapshot<'s> {
             .ok_or_else(|| self.damaged("runs", Some(run), "the run record does not decode"))
     }
 
-    fn contract_of(&self, run: RunId, rec: &RunRecord) -> Result<Contract, ReadError> {
+    pub(super) fn contract_of(&self, run: RunId, rec: &RunRecord) -> Result<Contract, ReadError> {
         Contract::from_json(&rec.contract_json)
             .map_err(|e| self.damaged("runs", Some(run), &format!("the stored contract: {e}")))
     }
@@ -769,16 +769,7 @@ impl<'s> Snapshot<'s> {
         );
         reconciler.set_content(self.content(run)?);
         Ok(LoadedRun {
-            meta: RunMeta {
-                run_id: run,
-                restarts: rec.restarts,
-                started_at: rfc3339(rec.started_at_ms),
-                finished_at: rec.finished_at_ms.map(rfc3339),
-                restarted_from: rec.restarted_from.map(RunId),
-                superseded_by: rec.superseded_by.map(RunId),
-                server_count: rec.server_count,
-                merged: rec.merged.as_ref().map(records::MergeRecord::to_receipt),
-            },
+            meta: meta_of(run, &rec),
             state: self.state_of(run, rec.state),
             source_spec: rec.source_spec.clone(),
             stored_root: rec.merkle_root,
@@ -809,11 +800,12 @@ impl<'s> Snapshot<'s> {
         .transpose()
     }
 
-    /// The receipt of a run as stored.
+    /// The receipt of a run as stored, built from the run loaded whole (every set in memory):
+    /// what [`Snapshot::receipt`] gives without loading them, kept as its reference.
     ///
     /// # Errors
     /// As [`Snapshot::load`].
-    pub fn receipt(&self, run: RunId) -> Result<crate::receipt::Receipt, ReadError> {
+    pub fn receipt_loaded(&self, run: RunId) -> Result<crate::receipt::Receipt, ReadError> {
         let l = self.load(run)?;
         Ok(crate::receipt::Receipt::build(
             &l.contract,
@@ -846,5 +838,19 @@ impl<'s> Snapshot<'s> {
         records::open_request(&sealed, &key)
             .map(Some)
             .ok_or_else(|| self.damaged("cursors", Some(run), "the resume request does not decode"))
+    }
+}
+
+/// The receipt's run metadata, from a run's record.
+pub(super) fn meta_of(run: RunId, rec: &RunRecord) -> RunMeta {
+    RunMeta {
+        run_id: run,
+        restarts: rec.restarts,
+        started_at: rfc3339(rec.started_at_ms),
+        finished_at: rec.finished_at_ms.map(rfc3339),
+        restarted_from: rec.restarted_from.map(RunId),
+        superseded_by: rec.superseded_by.map(RunId),
+        server_count: rec.server_count,
+        merged: rec.merged.as_ref().map(records::MergeRecord::to_receipt),
     }
 }

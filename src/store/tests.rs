@@ -231,6 +231,16 @@ pub(super) fn check_run(store: &Store, run: RunId, acked: u32, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: load {run}: {e}"));
     let rec = &loaded.reconciler;
     rec.check_invariants();
+    // The receipt built without loading the sets is the loaded run's, byte for byte.
+    let receipt = |r: Result<Receipt, ReadError>| {
+        serde_json::to_string(&r.unwrap_or_else(|e| panic!("{what}: receipt {run}: {e}")))
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+    };
+    assert_eq!(
+        receipt(snap.receipt(run)),
+        receipt(snap.receipt_loaded(run)),
+        "{what}: the streamed receipt of {run} is not the loaded one"
+    );
     let p = rec.progress();
     assert!(
         p.pages_observed >= acked,

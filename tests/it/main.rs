@@ -45,6 +45,7 @@ mod shards_hold;
 #[cfg(feature = "postgres")]
 mod shards_postgres;
 mod shards_split;
+mod shards_within;
 #[cfg(feature = "postgres")]
 mod slurm;
 #[cfg(feature = "postgres")]

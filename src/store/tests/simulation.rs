@@ -487,6 +487,16 @@ fn sharded(
 fn same_run(a: &Snapshot<'_>, ra: RunId, b: &Snapshot<'_>, rb: RunId) -> Result<(), String> {
     let text = |e: ReadError| e.to_string();
     let (x, y) = (a.receipt(ra).map_err(text)?, b.receipt(rb).map_err(text)?);
+    // The receipt built without loading the sets is the loaded run's, byte for byte.
+    for (snap, run, streamed) in [(a, ra, &x), (b, rb, &y)] {
+        let loaded = snap.receipt_loaded(run).map_err(text)?;
+        let json = |r: &Receipt| serde_json::to_string(r).map_err(|e| e.to_string());
+        if json(streamed)? != json(&loaded)? {
+            return Err(format!(
+                "the streamed receipt of {run} is not the loaded one"
+            ));
+        }
+    }
     let (x, y) = (
         serde_json::to_value(&x).map_err(|e| e.to_string())?,
         serde_json::to_value(&y).map_err(|e| e.to_string())?,
