@@ -132,8 +132,8 @@ pub(crate) fn plan(out: &Out, args: &PlanArgs) -> Result<i32, CliError> {
         random_hex16()?,
     )
     .map_err(|e| CliError::internal(e.to_string()))?;
-    let (path, release) = write_plan(args, &plan)?;
-    print_plan(out, args, &plan, &path)?;
+    let (path, release) = write_plan(&args.out, &plan)?;
+    print_plan(out, &args.out, &plan, &path)?;
     let Some(snapshot) = held else {
         return Ok(0);
     };
@@ -163,58 +163,20 @@ pub(crate) fn plan_within(
         random_hex16()?,
     )
     .map_err(|e| CliError::usage(e).with_field("--within"))?;
-    let args = PlanArgs {
-        contract: outer.to_owned(),
-        source: plan.source.clone(),
-        shards,
-        out: dir,
-        key_space: None,
-        hold_snapshot: false,
-        hold_timeout_seconds: 0,
-        lock_timeout_seconds: 0,
-    };
-    let (path, _) = write_plan(&args, &plan)?;
-    print_plan(out, &args, &plan, &path)?;
+    let (path, _) = write_plan(&dir, &plan)?;
+    print_plan(out, &dir, &plan, &path)?;
     Ok(0)
 }
 
-/// Writes the plan's directory: no release file, each shard's contract, and `plan.json`
-/// last. Returns the plan's path and the release file's.
-fn write_plan(args: &PlanArgs, plan: &Plan) -> Result<(PathBuf, PathBuf), CliError> {
-    std::fs::create_dir_all(&args.out).map_err(|e| CliError::io("create", &args.out, &e))?;
-    let release = args.out.join(RELEASE_FILE);
-    if release.exists() {
-        std::fs::remove_file(&release).map_err(|e| CliError::io("remove", &release, &e))?;
-    }
-    for k in 0..args.shards {
-        let c = plan
-            .shard_contract(k)
-            .ok_or_else(|| CliError::internal(format!("the plan has no shard {k}")))?;
-        // A `Value` always serializes (its keys are strings).
-        let text = serde_json::to_string_pretty(&c.to_value()).unwrap_or_default();
-        write_file(&args.out.join(format!("shard-{k}.json")), &text)?;
-    }
-    // Last, by rename: a runner that waits for plan.json never reads half of it.
-    let path = args.out.join("plan.json");
-    let tmp = args.out.join(".plan.json.tmp");
-    write_file(&tmp, &plan.to_json())?;
-    std::fs::rename(&tmp, &path).map_err(|e| CliError::io("rename", &path, &e))?;
-    Ok((path, release))
+/// Writes the plan's directory (`shard::write_plan_dir`). Returns the plan's path and the
+/// release file's.
+fn write_plan(dir: &Path, plan: &Plan) -> Result<(PathBuf, PathBuf), CliError> {
+    shard::write_plan_dir(plan, dir).map_err(|e| CliError::io(e.action, &e.path, &e.source))
 }
 
 /// Prints the plan written at `path`, as JSON or as text.
-fn print_plan(out: &Out, args: &PlanArgs, plan: &Plan, path: &Path) -> Result<(), CliError> {
-    let summary = serde_json::json!({
-        "plan": path.display().to_string(),
-        "plan_digest": plan.digest(),
-        "contract_digest": plan.contract_digest(),
-        "snapshot_id": plan.snapshot_id,
-        "snapshot_held": plan.snapshot_held,
-        "split": {"by": plan.split.by, "lo": plan.split.lo, "last": plan.split.last},
-        "shards": plan.shards.iter().enumerate().map(|(k, r)| serde_json::json!({
-            "index": k, "key_range": r.to_value(), "contract": args.out.join(format!("shard-{k}.json")).display().to_string(),
-        })).collect::<Vec<_>>(),
-    });
+fn print_plan(out: &Out, dir: &Path, plan: &Plan, path: &Path) -> Result<(), CliError> {
+    let summary = shard::plan_summary(plan, path, dir);
     if out.json {
         out.json_value(&summary)?;
     } else {
@@ -223,7 +185,7 @@ fn print_plan(out: &Out, args: &PlanArgs, plan: &Plan, path: &Path) -> Result<()
         let mut text = format!(
             "plan {shown} ({}), {} by {}\n",
             plan.digest(),
-            count(args.shards, "shard", "shards"),
+            count(plan.shards.len() as u64, "shard", "shards"),
             plan.split.by
         );
         for (k, r) in plan.shards.iter().enumerate() {

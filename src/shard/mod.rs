@@ -9,6 +9,7 @@
 //! snapshot's part of a runner, through the source: the coordinator's hold and its wait for
 //! the shards' `joined-K`, and a shard's join.
 
+mod files;
 mod merge;
 mod plan;
 mod retry;
@@ -22,6 +23,7 @@ mod within;
 #[cfg(test)]
 mod within_tests;
 
+pub use files::{plan_summary, shard_contract_path, write_plan_dir, PlanDirError};
 pub use merge::{merge, Merged, ShardStore};
 pub use plan::{
     check_plannable, split, split_at, Plan, PlanError, ShardsError, Split, Unplannable,
