@@ -232,13 +232,13 @@ impl Store {
         Store::open_read_cached(path, engine::CACHE_BYTES)
     }
 
-    /// [`Store::open_read`] keeping a page cache of about 1 MiB: for a reader that reads each
+    /// [`Store::open_read`] keeping a page cache of about 256 KiB: for a reader that reads each
     /// page once, as `merge` reads its shard stores (many at once, each read whole).
     ///
     /// # Errors
     /// As [`Store::open_read`].
     pub fn open_read_streaming(path: &Path) -> Result<Store, OpenError> {
-        Store::open_read_cached(path, 1 << 20)
+        Store::open_read_cached(path, 1 << 18)
     }
 
     fn open_read_cached(path: &Path, cache_bytes: usize) -> Result<Store, OpenError> {

@@ -16,8 +16,8 @@ use crate::receipt::{RangesFold, Receipt, ReceiptFacts, RunId};
 impl Snapshot<'_> {
     /// The receipt of a run as stored: byte for byte what [`Snapshot::receipt_loaded`] builds
     /// from the run loaded whole, without loading its ID or label sets. The root and counts are
-    /// the run record's (a finished run's root was stored when it finished; an unfinished
-    /// run's is folded from its partitions, one batch at a time), each label's count and ranges
+    /// folded from its partitions, one batch at a time, and a finished run's must be the root
+    /// stored when it finished (else the IDs are damaged), each label's count and ranges
     /// are folded from its partitions in order, the content root from the accumulators. A
     /// `string`-codec run (its root is over the original strings, its ranges are rendered
     /// through the dictionary) is loaded whole.
@@ -33,10 +33,17 @@ impl Snapshot<'_> {
         self.check_record(run, &rec)?;
         let mut codec = IdCodec::new(contract.id_codec, contract.id_prefix.clone());
         codec.set_prefix(rec.progress.id_prefix.clone());
-        let (root, partitions) = match rec.merkle_root {
-            Some(root) => (root, rec.partitions),
-            None => self.fold_ids(run, &rec)?,
-        };
+        // The IDs are folded even when the record holds the root, one batch at a time: the
+        // receipt vouches for the evidence behind it, so damage there is reported here, as the
+        // whole load reported it.
+        let (root, partitions) = self.fold_ids(run, &rec)?;
+        if rec.merkle_root.is_some_and(|stored| stored != root) {
+            return Err(self.damaged(
+                "ids",
+                Some(run),
+                "the IDs do not give the root stored when the run finished",
+            ));
+        }
         let facts = ReceiptFacts {
             progress: &rec.progress,
             query_digest: digest::query_digest(&contract.scope),
