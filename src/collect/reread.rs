@@ -100,13 +100,7 @@ pub fn reread_key_ranges(
     contract: &Contract,
 ) -> Result<Result<Reread, IncompleteRead>, crate::Error> {
     let mut source = crate::source::AnySource::open_key_ranges(spec, ranges)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| crate::Error::Io {
-            path: std::path::PathBuf::from("<async runtime>"),
-            source,
-        })?;
+    let rt = runtime()?;
     let read = rt.block_on(reread_contents(contract, &mut source));
     rt.block_on(source.close());
     Ok(read)
@@ -175,13 +169,7 @@ pub fn reread_streamed(
     contract: &Contract,
     mut keys: KeySender,
 ) -> Result<Result<StreamedReread, IncompleteRead>, crate::Error> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| crate::Error::Io {
-            path: std::path::PathBuf::from("<async runtime>"),
-            source,
-        })?;
+    let rt = runtime()?;
     let (read, accs, restarted) = {
         let mut tap = StreamTap {
             inner: KeyTap::new(&mut source, &mut keys),
@@ -201,4 +189,15 @@ pub fn reread_streamed(
         accumulators: accs,
         restarted,
     }))
+}
+
+/// The single-threaded runtime a blocking re-read of one side runs its source on.
+fn runtime() -> Result<tokio::runtime::Runtime, crate::Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| crate::Error::Io {
+            path: std::path::PathBuf::from("<async runtime>"),
+            source,
+        })
 }
