@@ -101,18 +101,25 @@ impl KeySender {
         if self.tx.is_none() {
             return;
         }
-        let keys: Option<Vec<KeyDigest>> = page
-            .items
-            .iter_mut()
-            .map(|item| match item.id {
-                RawId::Int(id) => Some(KeyDigest {
+        // Sized once: collecting through `Option` would grow the vector page after page.
+        let mut keys = Some(Vec::with_capacity(page.items.len()));
+        for item in &mut page.items {
+            let id = match item.id {
+                RawId::Int(id) => Some(id),
+                _ => None,
+            };
+            match (id, keys.as_mut()) {
+                (Some(id), Some(k)) => k.push(KeyDigest {
                     id,
                     content: item.content,
                     columns: item.columns.take(),
                 }),
-                _ => None,
-            })
-            .collect();
+                _ => {
+                    keys = None;
+                    break;
+                }
+            }
+        }
         match keys {
             Some(keys) => {
                 self.pages = self.pages.saturating_add(1);

@@ -6,9 +6,8 @@
 //! digests (`column_digests`: 64 bits a value, for naming which columns of a changed row
 //! differ) cost no second encoding, only a short hash of each value's bytes when asked.
 
-use std::hash::Hasher;
-
 use sha2::{Digest, Sha256};
+use twox_hash::XxHash3_64;
 
 /// A record's encoding, built in a buffer kept from record to record.
 #[derive(Debug, Default)]
@@ -65,18 +64,15 @@ impl RecordHasher {
     }
 
     /// A 64-bit digest of each value of the record, in order: the same value encodes, and so
-    /// hashes, alike on every source. Not a content digest (64 bits, the process's own hash):
-    /// only for telling which values of two records whose content digests differ differ.
+    /// hashes, alike on every source. Not a content digest (64 bits of XXH3, seed 0, not
+    /// collision-resistant): only for telling which values of two records whose content
+    /// digests differ differ.
     pub(super) fn value_digests(&self) -> Box<[u64]> {
         let ends = self.starts.iter().skip(1).copied().chain([self.buf.len()]);
         self.starts
             .iter()
             .zip(ends)
-            .map(|(&a, b)| {
-                let mut h = std::hash::DefaultHasher::new();
-                h.write(self.buf.get(a..b).unwrap_or_default());
-                h.finish()
-            })
+            .map(|(&a, b)| XxHash3_64::oneshot(self.buf.get(a..b).unwrap_or_default()))
             .collect()
     }
 }

@@ -299,12 +299,22 @@ impl Reconciler {
     /// Adds the content of the page's first occurrences (a duplicate is R4 and its content
     /// is not counted twice) to their leaves' accumulators. Runs before the IDs are inserted.
     fn accumulate_content(&mut self, page: &Page, ids: &[u64], delta: &mut Delta) {
-        let mut in_page = HashSet::with_capacity(ids.len());
+        // Strictly ascending IDs (every keyset source's) cannot repeat inside the page, so
+        // only other pages' IDs are looked up; otherwise a set finds the page's repeats.
+        let mut in_page = if ids.windows(2).all(|w| w[0] < w[1]) {
+            None
+        } else {
+            Some(HashSet::with_capacity(ids.len()))
+        };
+        // The leaf being added to, and its accumulator: consecutive IDs mostly share one, so
+        // the map is looked up once a run of them.
+        let mut open: Option<(u64, crate::content::ContentAcc)> = None;
         for (item, id) in page.items.iter().zip(ids) {
             let Some(content) = &item.content else {
                 continue;
             };
-            if self.ids.contains(*id) || !in_page.insert(*id) {
+            let repeat = in_page.as_mut().is_some_and(|seen| !seen.insert(*id));
+            if repeat || self.ids.contains(*id) {
                 continue;
             }
             let (leaf, entry) = match &item.id {
@@ -322,8 +332,21 @@ impl Reconciler {
                     crate::content::entry(&id.to_le_bytes(), content),
                 ),
             };
-            self.content.entry(leaf).or_default().add(&entry);
-            delta.content_leaves.push(leaf);
+            match &mut open {
+                Some((l, acc)) if *l == leaf => acc.add(&entry),
+                _ => {
+                    if let Some((l, acc)) = open.take() {
+                        self.content.insert(l, acc);
+                    }
+                    let mut acc = self.content.get(&leaf).copied().unwrap_or_default();
+                    acc.add(&entry);
+                    open = Some((leaf, acc));
+                    delta.content_leaves.push(leaf);
+                }
+            }
+        }
+        if let Some((l, acc)) = open {
+            self.content.insert(l, acc);
         }
         delta.content_leaves.sort_unstable();
         delta.content_leaves.dedup();

@@ -34,8 +34,8 @@ use mysql_async::{Conn, Row};
 
 use super::sql::config::SqlConfig;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
-    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, ParamKind, Step, Stmt,
+    StmtId, TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::PageRows;
@@ -492,12 +492,6 @@ impl Dialect for MyDialect {
     fn same_column(a: &str, b: &str) -> bool {
         // MySQL column names compare without case.
         a.eq_ignore_ascii_case(b)
-    }
-
-    /// Rows stream: the flag "equal to the bound under the order" (0 on a first page), the
-    /// key, the labels, the content columns.
-    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
-        q.rows_sql(sql);
     }
 
     async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {

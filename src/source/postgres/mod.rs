@@ -2,7 +2,7 @@
 //!
 //! Owns one connection and one `REPEATABLE READ, READ ONLY` transaction per run; the
 //! transaction's `pg_export_snapshot()` names the snapshot every page echoes, and another
-//! session (a shard's) can import it. Pages come as one row of arrays (`page.rs`), the
+//! session (a shard's) can import it. Pages come as rows (`page.rs`), the
 //! catalogue from `probe.rs`, values from `value.rs`. It spawns no task: the connection is
 //! driven inside each call, beside the query it serves.
 //!
@@ -33,8 +33,8 @@ use tokio_postgres::{Client, Statement};
 use self::connect::{quote_ident, PgConnect};
 use self::value::ContentKind;
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
-    SqlText, Step, Stmt, StmtId, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, ParamKind, Step, Stmt,
+    StmtId, TableName, Target, Want,
 };
 use super::sql::key::{KeyType, Param};
 use super::sql::rows::PageRows;
@@ -522,40 +522,6 @@ impl Dialect for PgDialect {
 
     fn column(text: &str) -> Result<String, NameError> {
         connect::column(text).map_err(NameError)
-    }
-
-    /// A page is one row of arrays, one array per column (the key, each label, each content
-    /// column), aggregated from the ordered, limited keyset query: the server sends one
-    /// message per page instead of one per row, which is what lets a scan come close to the
-    /// rate of `COPY`. An aggregate's input order is not guaranteed by SQL, so integer and
-    /// uuid keys are put in order by the decoder, and text keys, whose order is the
-    /// collation's, are ordered inside each aggregate. After a key, the last column counts the
-    /// rows equal to it under the order.
-    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
-        let order = match q.key_type {
-            KeyType::Text => " ORDER BY sl_k",
-            _ => "",
-        };
-        sql.push("SELECT array_agg(sl_k").push(order).push(")");
-        for i in 0..q.columns.len() {
-            sql.push(&format!(", array_agg(sl_c{i}{order})"));
-        }
-        if q.after {
-            sql.push(", count(*) FILTER (WHERE sl_k = ")
-                .param(super::sql::dialect::Role::Bound)
-                .push(")");
-        }
-        sql.push(" FROM (SELECT ").push(q.key).push(" AS sl_k");
-        for (i, c) in q.columns.iter().enumerate() {
-            sql.push(&format!(", {c} AS sl_c{i}"));
-        }
-        sql.push(" FROM ").push(q.from);
-        q.filter(sql);
-        sql.push(" ORDER BY ")
-            .push(q.key)
-            .push(" LIMIT ")
-            .param(super::sql::dialect::Role::Limit)
-            .push(") sl_page");
     }
 
     async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {

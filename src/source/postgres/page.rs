@@ -1,6 +1,5 @@
 //! One keyset page of PostgreSQL: the core's statement run in the session's transaction (or
-//! its answer taken from a prefetch), the one row of arrays decoded, and its elements fed to
-//! the core in key order.
+//! its answer taken from a prefetch), and its rows fed to the core in the order they came.
 //!
 //! Never opens a transaction (the caller has made the right one current) and never decides
 //! the end (the core does, from the rows).
@@ -19,10 +18,10 @@ use std::task::Poll;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::value::{self, array_elements, Raw};
+use super::value::{self, Raw};
 use super::{call, drive, Arc, Failure, PgDialect};
 use crate::source::sql::dialect::{Stmt, StmtId};
-use crate::source::sql::key::{Key, KeyType, Param};
+use crate::source::sql::key::{KeyType, Param};
 use crate::source::sql::rows::{Fed, PageRows};
 use crate::source::FetchError;
 
@@ -102,8 +101,7 @@ impl PgDialect {
         if let Some(t) = self.session.as_mut().and_then(|s| s.txn.as_mut()) {
             t.served = true;
         }
-        let after = stmt.id == StmtId::After;
-        decode(&answer, rows, &self.kinds, self.key_bits, after)
+        decode(&answer, rows, &self.kinds, self.key_bits)
             .map_err(|detail| FetchError::InvalidPage { detail })
     }
 
@@ -155,101 +153,59 @@ impl PgDialect {
     }
 }
 
-/// The order in which a page's elements are its rows. The page is the smallest keys, so the
-/// elements go in key order where the client can tell it (integer and uuid keys; text keys
-/// come ordered by the collation inside the aggregate); a page whose keys repeat is refused
-/// (the unique index says they cannot).
-pub(crate) fn page_order(keys: &[Key]) -> Result<Vec<usize>, String> {
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    let comparable = keys.first().is_some_and(|k| k.client_cmp(k).is_some());
-    if !comparable {
-        return Ok(order);
-    }
-    let cmp = |a: &Key, b: &Key| a.client_cmp(b).unwrap_or(std::cmp::Ordering::Equal);
-    if !keys.windows(2).all(|w| cmp(&w[0], &w[1]).is_lt()) {
-        order.sort_by(|a, b| cmp(&keys[*a], &keys[*b]));
-        if order
-            .windows(2)
-            .any(|w| cmp(&keys[w[0]], &keys[w[1]]).is_eq())
-        {
-            return Err("a key appears twice in one page".to_owned());
-        }
-    }
-    Ok(order)
-}
-
-/// Decodes a page (one row of arrays) into `rows`. An error is the page's `invalid_page`
-/// detail.
+/// Decodes a page (its rows: the flag "equal to the bound under the order", the key, the
+/// labels, the content values, in key order) into `rows`. An error is the page's
+/// `invalid_page` detail.
 fn decode(
     answer: &[Row],
     rows: &mut PageRows<'_>,
     kinds: &[value::ContentKind],
     key_bits: u32,
-    after: bool,
 ) -> Result<(), String> {
-    let row = match answer {
-        [row] => row,
-        _ => {
-            return Err(format!(
-                "{} result rows where one was expected",
-                answer.len()
-            ))
-        }
-    };
-    let max = rows.rows_max();
     let labels = rows.labels();
-    if row.len() != 1 + labels + kinds.len() + usize::from(after) {
-        return Err(format!("a page row of {} columns", row.len()));
-    }
-    let column = |i: usize, rows: &mut PageRows<'_>| -> Result<Vec<Option<&[u8]>>, String> {
-        let raw = row
-            .try_get::<usize, Raw<'_>>(i)
-            .map_err(|e| format!("column {i}: {e}"))?
-            .0;
-        rows.add_bytes(raw.map_or(0, |b| b.len() as u64))?;
-        array_elements(raw, max).map_err(|p| format!("column {i}: {p}"))
-    };
-    let raw_keys = column(0, rows)?;
-    let label_cols = (0..labels)
-        .map(|l| column(1 + l, rows))
-        .collect::<Result<Vec<_>, _>>()?;
-    let content_cols = (0..kinds.len())
-        .map(|c| column(1 + labels + c, rows))
-        .collect::<Result<Vec<_>, _>>()?;
-    let m = raw_keys.len();
-    if label_cols.iter().chain(&content_cols).any(|c| c.len() != m) {
-        return Err("the page's columns have different lengths".to_owned());
+    let width = 2 + labels + kinds.len();
+    // The statement's LIMIT bounds the rows; a server that sent more is not believed.
+    if answer.len() > rows.rows_max() {
+        return Err(format!(
+            "{} rows where at most {} were asked",
+            answer.len(),
+            rows.rows_max()
+        ));
     }
     let key_type: KeyType = rows.key_type();
-    let mut keys = Vec::with_capacity(m);
-    for raw in &raw_keys {
-        let raw = raw.ok_or_else(|| "a key is NULL".to_owned())?;
-        keys.push(value::key_of(key_type, key_bits, raw)?);
-    }
-    let order = page_order(&keys)?;
-    let mut keys: Vec<Option<Key>> = keys.into_iter().map(Some).collect();
-    for i in order {
-        let key = keys[i].take().ok_or("a key read twice")?;
-        match rows.row(key, false)? {
-            Fed::Bound => continue,
+    for (n, row) in answer.iter().enumerate() {
+        if row.len() != width {
+            return Err(format!("a page row of {} columns", row.len()));
+        }
+        let cell = |i: usize| -> Result<Option<&[u8]>, String> {
+            row.try_get::<usize, Raw<'_>>(i)
+                .map(|r| r.0)
+                .map_err(|e| format!("row {} of the page: column {i}: {e}", n + 1))
+        };
+        let mut bytes = 0u64;
+        for i in 0..width {
+            bytes = bytes.saturating_add(cell(i)?.map_or(1, |b| b.len() as u64));
+        }
+        rows.add_bytes(bytes)?;
+        // `0` (an int4) on a first page, `key = bound` (a boolean) after a key.
+        let equal = cell(0)?.is_some_and(|b| b.iter().any(|x| *x != 0));
+        let key = cell(1)?.ok_or_else(|| "a key is NULL".to_owned())?;
+        let key = value::key_of(key_type, key_bits, key)?;
+        match rows.row(key, equal)? {
+            Fed::Bound => {}
             Fed::Past => break,
             Fed::Item(mut r) => {
-                for (j, col) in label_cols.iter().enumerate() {
-                    r.label(j, col[i] == Some(&[1u8][..]));
+                for j in 0..labels {
+                    r.label(j, cell(2 + j)? == Some(&[1u8][..]));
                 }
-                for (c, (kind, col)) in kinds.iter().zip(&content_cols).enumerate() {
-                    let v = value::content_value(*kind, col[i]).map_err(|p| r.problem(c, &p))?;
+                for (c, kind) in kinds.iter().enumerate() {
+                    let raw = cell(2 + labels + c)?;
+                    let v = value::content_value(*kind, raw).map_err(|p| r.problem(c, &p))?;
                     r.value(&v).map_err(|p| r.problem(c, &p))?;
                 }
                 r.end()?;
             }
         }
-    }
-    if after {
-        let equal: i64 = row
-            .try_get(row.len().saturating_sub(1))
-            .map_err(|e| format!("the count of keys equal to the bound: {e}"))?;
-        rows.set_equal_to_bound(u64::try_from(equal).unwrap_or(0));
     }
     Ok(())
 }

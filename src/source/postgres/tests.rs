@@ -196,60 +196,6 @@ fn days_map_to_calendar_dates() {
     assert_eq!(civil_from_days(i64::MAX), None);
 }
 
-/// PostgreSQL's binary form of a one-dimensional array.
-fn array(elements: &[Option<&[u8]>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for v in [1i32, 0, 20, i32::try_from(elements.len()).unwrap(), 1] {
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-    for e in elements {
-        match e {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            Some(b) => {
-                out.extend_from_slice(&i32::try_from(b.len()).unwrap().to_be_bytes());
-                out.extend_from_slice(b);
-            }
-        }
-    }
-    out
-}
-
-#[test]
-fn arrays_decode_within_their_bounds() {
-    use super::value::array_elements;
-    let one = 1i64.to_be_bytes();
-    let raw = array(&[Some(&one), None, Some(b"")]);
-    assert_eq!(
-        array_elements(Some(&raw), 3).unwrap(),
-        [Some(&one[..]), None, Some(&b""[..])]
-    );
-    assert_eq!(
-        array_elements(None, 3).unwrap(),
-        Vec::<Option<&[u8]>>::new()
-    );
-    // More elements than the page asked for, a cut, trailing bytes, a lying length.
-    assert!(array_elements(Some(&raw), 2)
-        .unwrap_err()
-        .contains("at most 2"));
-    assert!(array_elements(Some(&raw[..raw.len() - 3]), 3).is_err());
-    let mut long = raw.clone();
-    long.push(0);
-    assert!(array_elements(Some(&long), 3)
-        .unwrap_err()
-        .contains("after the last"));
-    let mut lying = array(&[Some(b"ab")]);
-    let at = lying.len() - 6;
-    lying[at..at + 4].copy_from_slice(&1000i32.to_be_bytes());
-    assert!(array_elements(Some(&lying), 3)
-        .unwrap_err()
-        .contains("longer than the array"));
-    let mut two_dims = raw;
-    two_dims[..4].copy_from_slice(&2i32.to_be_bytes());
-    assert!(array_elements(Some(&two_dims), 3)
-        .unwrap_err()
-        .contains("2 dimensions"));
-}
-
 #[test]
 fn uuids_print_as_postgresql_does() {
     let b = [
@@ -260,23 +206,6 @@ fn uuids_print_as_postgresql_does() {
         crate::source::sql::key::uuid_text(&b),
         "0b7e6f2c-1c6a-4d7e-9f1a-2b3c4d5e6f70"
     );
-}
-
-#[test]
-fn a_page_is_put_in_key_order_and_a_repeated_key_refused() {
-    use super::page::page_order;
-    let ints = |v: &[i128]| -> Vec<Key> { v.iter().map(|n| Key::Int(*n)).collect() };
-    assert_eq!(page_order(&ints(&[-3, 1, 7])).unwrap(), [0, 1, 2]);
-    assert_eq!(page_order(&ints(&[7, -3, 1])).unwrap(), [1, 2, 0]);
-    assert!(page_order(&ints(&[1, 2, 1])).is_err());
-    let uuids: Vec<_> = [[2u8; 16], [1u8; 16]]
-        .iter()
-        .map(|b| Key::Uuid(*b))
-        .collect();
-    assert_eq!(page_order(&uuids).unwrap(), [1, 0]);
-    // Text keys are in the server's collation order, which the client cannot check.
-    let texts = vec![Key::Text("b".into()), Key::Text("a".into())];
-    assert_eq!(page_order(&texts).unwrap(), [0, 1]);
 }
 
 #[test]

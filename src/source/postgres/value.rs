@@ -94,60 +94,6 @@ impl<'a> FromSql<'a> for Raw<'a> {
     }
 }
 
-/// The elements of a one-dimensional array in PostgreSQL's binary format (`None` for a
-/// NULL element); a NULL array (an aggregate over no row) has none. Every length is checked
-/// against the bytes left before it is used.
-pub(crate) fn array_elements(raw: Option<&[u8]>, max: usize) -> Result<Vec<Option<&[u8]>>, String> {
-    let Some(mut raw) = raw else {
-        return Ok(Vec::new());
-    };
-    let mut int = |what: &str| -> Result<i32, String> {
-        let (head, rest) = raw
-            .split_first_chunk::<4>()
-            .ok_or_else(|| format!("array cut short in its {what}"))?;
-        raw = rest;
-        Ok(i32::from_be_bytes(*head))
-    };
-    let ndim = int("header")?;
-    let _flags = int("header")?;
-    let _element_type = int("header")?;
-    let len = match ndim {
-        0 => 0,
-        1 => {
-            let len = int("dimension")?;
-            let _lower = int("dimension")?;
-            usize::try_from(len)
-                .ok()
-                .filter(|n| *n <= max)
-                .ok_or_else(|| format!("array of {len} elements where at most {max} were asked"))?
-        }
-        n => return Err(format!("array of {n} dimensions where 1 was expected")),
-    };
-    let mut out = Vec::with_capacity(len);
-    for _ in 0..len {
-        let (head, rest) = raw
-            .split_first_chunk::<4>()
-            .ok_or_else(|| "array cut short".to_owned())?;
-        let n = i32::from_be_bytes(*head);
-        if n < 0 {
-            out.push(None);
-            raw = rest;
-            continue;
-        }
-        let n = usize::try_from(n).map_err(|_| "bad element length".to_owned())?;
-        if n > rest.len() {
-            return Err("array element longer than the array".to_owned());
-        }
-        let (value, rest) = rest.split_at(n);
-        out.push(Some(value));
-        raw = rest;
-    }
-    if !raw.is_empty() {
-        return Err("bytes after the last array element".to_owned());
-    }
-    Ok(out)
-}
-
 /// One key element of a page.
 pub(crate) fn key_of(ty: KeyType, bits: u32, raw: &[u8]) -> Result<Key, String> {
     Ok(match (ty, bits) {

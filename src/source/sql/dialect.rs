@@ -167,14 +167,11 @@ impl SqlText {
     }
 }
 
-/// A page statement's parts, for the dialect to put together ([`Dialect::page_sql`]).
+/// A page statement's parts ([`PageQuery::rows_sql`] puts them together, for every dialect).
 #[derive(Debug)]
 pub(crate) struct PageQuery<'a> {
     /// The key as it is selected, compared and ordered (with its `COLLATE`, if any).
     pub(crate) key: &'a str,
-    /// The key's type.
-    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
-    pub(crate) key_type: KeyType,
     /// The label expressions, then the content expressions.
     pub(crate) columns: &'a [String],
     /// The table, quoted.
@@ -441,11 +438,6 @@ pub(crate) trait Dialect: Send + Sized {
     fn same_column(a: &str, b: &str) -> bool {
         a == b
     }
-
-    /// Writes the page statement of `q`: its rows (or, for a dialect that aggregates a page,
-    /// its one row) carry the key, the label and content columns, and for a page after a key
-    /// which of them are equal to the bound under the order.
-    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText);
 
     /// Makes the transaction that serves `want` current (the rules are [`decide`]'s).
     fn snapshot(&mut self, want: Want<'_>)

@@ -150,7 +150,6 @@ pub(crate) fn plan<D: Dialect>(
     columns.extend(cat.content.iter().cloned());
     let query = |after: bool| PageQuery {
         key: &key,
-        key_type,
         columns: &columns,
         from: &from,
         scope: scope.as_deref(),
@@ -159,7 +158,7 @@ pub(crate) fn plan<D: Dialect>(
     };
     let page = |after: bool, id: StmtId| {
         let mut sql = SqlText::new(key_type, D::param);
-        D::page_sql(&query(after), &mut sql);
+        query(after).rows_sql(&mut sql);
         sql.finish(id)
     };
     let first = page(false, StmtId::First);

@@ -179,13 +179,6 @@ impl<'a> PageRows<'a> {
         Ok(())
     }
 
-    /// The server's count of the page's rows equal to the bound under the page order (a
-    /// dialect that reads it as one figure, instead of `equal` on each row).
-    #[cfg_attr(not(all(feature = "postgres", feature = "mysql")), allow(dead_code))]
-    pub(crate) fn set_equal_to_bound(&mut self, n: u64) {
-        self.equal_to_bound = n;
-    }
-
     /// The next row: its key, and whether the server found it equal to the bound under the
     /// page order.
     ///

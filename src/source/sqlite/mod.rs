@@ -27,8 +27,8 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 
 use super::sql::dialect::{
-    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, PageQuery, ParamKind,
-    SqlText, Step, Stmt, TableName, Target, Want,
+    decide, Catalogue, Dialect, Fatal, Held, Holding, NameError, Otherwise, ParamKind, Step, Stmt,
+    TableName, Target, Want,
 };
 use super::sql::key::Param;
 use super::sql::rows::{Fed, PageRows};
@@ -290,12 +290,6 @@ impl Dialect for LiteDialect {
     fn same_column(a: &str, b: &str) -> bool {
         // SQLite column names compare without (ASCII) case.
         a.eq_ignore_ascii_case(b)
-    }
-
-    /// Rows: the flag "equal to the bound under the order" (0 on a first page), the key, the
-    /// labels, the content columns.
-    fn page_sql(q: &PageQuery<'_>, sql: &mut SqlText) {
-        q.rows_sql(sql);
     }
 
     async fn snapshot(&mut self, want: Want<'_>) -> Result<Held, FetchError> {
