@@ -177,16 +177,17 @@ fn decode(
         if row.len() != width {
             return Err(format!("a page row of {} columns", row.len()));
         }
-        let cell = |i: usize| -> Result<Option<&[u8]>, String> {
-            row.try_get::<usize, Raw<'_>>(i)
-                .map(|r| r.0)
-                .map_err(|e| format!("row {} of the page: column {i}: {e}", n + 1))
-        };
+        // Each cell is read once; its bytes are counted as it is read, and the row's against
+        // the page's bound once the row is through.
         let mut bytes = 0u64;
-        for i in 0..width {
-            bytes = bytes.saturating_add(cell(i)?.map_or(1, |b| b.len() as u64));
-        }
-        rows.add_bytes(bytes)?;
+        let mut cell = |i: usize| -> Result<Option<&[u8]>, String> {
+            let raw = row
+                .try_get::<usize, Raw<'_>>(i)
+                .map(|r| r.0)
+                .map_err(|e| format!("row {} of the page: column {i}: {e}", n + 1))?;
+            bytes = bytes.saturating_add(raw.map_or(1, |b| b.len() as u64));
+            Ok(raw)
+        };
         // `0` (an int4) on a first page, `key = bound` (a boolean) after a key.
         let equal = cell(0)?.is_some_and(|b| b.iter().any(|x| *x != 0));
         let key = cell(1)?.ok_or_else(|| "a key is NULL".to_owned())?;
@@ -206,6 +207,7 @@ fn decode(
                 r.end()?;
             }
         }
+        rows.add_bytes(bytes)?;
     }
     Ok(())
 }
