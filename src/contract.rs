@@ -601,10 +601,6 @@ pub struct Item {
     pub labels: Vec<String>,
     /// The digest of the item's content, when the source computes one.
     pub content: Option<[u8; 32]>,
-    /// A 64-bit digest of each content value, in the config's order, when the source was asked
-    /// for them (`PageSource::digest_columns`): they name which columns of a changed record
-    /// differ. Never stored.
-    pub columns: Option<Box<[u64]>>,
 }
 
 impl Item {
@@ -621,7 +617,6 @@ impl Item {
             id,
             labels: Vec::new(),
             content: None,
-            columns: None,
         }
     }
 }
@@ -662,6 +657,10 @@ pub struct Page {
     pub total: Option<u64>,
     /// Size of the response on the wire.
     pub size_bytes: u64,
+    /// The items' content values as encoded, one record an item, when the source was asked
+    /// for them (`PageSource::digest_columns`): they name which columns of a changed record
+    /// differ. Never stored.
+    pub columns: Option<Box<crate::content::PageColumns>>,
 }
 
 impl Page {

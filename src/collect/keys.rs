@@ -8,7 +8,8 @@
 //! comparator holds one page of each side. What it keeps is exact counts, the partitions that
 //! differ, and the changed keys as an `IdSet` (a roaring bitmap, never larger than the ID set
 //! each side's reconciler holds anyway), with which content columns differ for the first
-//! `CHANGED_COLUMNS_MAX` of them (the sources' per-column digests, which a tap asks for).
+//! `CHANGED_COLUMNS_MAX` of them (the records' encoded values, `Page::columns`, which a tap asks
+//! its source to keep).
 //!
 //! The same comparator merges the two re-reads of `--reread` (`collect::reread_streamed`).
 //!
@@ -20,6 +21,7 @@
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
+use crate::content::PageColumns;
 use crate::contract::{Page, RawId};
 use crate::digest::Hash;
 use crate::idset::{partition_of, IdSet};
@@ -33,18 +35,18 @@ pub const KEY_PAGES_AHEAD: usize = 2;
 /// as a verdict names.
 pub const CHANGED_COLUMNS_MAX: usize = 100;
 
-/// One record of a stream: its `int` key, its content digest and its per-column digests.
+/// One record of a stream: its `int` key and its content digest.
 #[derive(Debug)]
 struct KeyDigest {
     id: u64,
     content: Option<Hash>,
-    columns: Option<Box<[u64]>>,
 }
 
 /// What a side sends.
 enum Msg {
-    /// One page's keys, in the page's order.
-    Keys(Vec<KeyDigest>),
+    /// One page's keys, in the page's order, and their records' encoded values when the
+    /// source kept them (record `i` is key `i`'s).
+    Keys(Vec<KeyDigest>, Option<Box<PageColumns>>),
     /// The stream cannot be whole, and why.
     Broken(String),
     /// The side's run ended verified after its last page.
@@ -64,7 +66,7 @@ pub struct KeySender {
 impl std::fmt::Debug for Msg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Msg::Keys(v) => write!(f, "Keys({})", v.len()),
+            Msg::Keys(v, _) => write!(f, "Keys({})", v.len()),
             Msg::Broken(w) => write!(f, "Broken({w})"),
             Msg::End => write!(f, "End"),
         }
@@ -96,7 +98,7 @@ impl KeySender {
         }
     }
 
-    /// Sends a page's keys, taking its items' per-column digests (the collector needs none).
+    /// Sends a page's keys, taking its records' encoded values (the collector needs none).
     fn page(&mut self, req: &Request, page: &mut Page) {
         if self.tx.is_none() {
             return;
@@ -112,7 +114,6 @@ impl KeySender {
                 (Some(id), Some(k)) => k.push(KeyDigest {
                     id,
                     content: item.content,
-                    columns: item.columns.take(),
                 }),
                 _ => {
                     keys = None;
@@ -123,7 +124,8 @@ impl KeySender {
         match keys {
             Some(keys) => {
                 self.pages = self.pages.saturating_add(1);
-                self.send(Msg::Keys(keys));
+                let columns = page.columns.take();
+                self.send(Msg::Keys(keys, columns));
             }
             None => self.broken(format!(
                 "a key of its page after {req:?} is not a non-negative integer"
@@ -139,7 +141,7 @@ pub struct KeyTap<'a, S> {
 }
 
 impl<'a, S: PageSource> KeyTap<'a, S> {
-    /// Taps `inner`'s pages into `out`, asking `inner` for per-column digests (so a changed
+    /// Taps `inner`'s pages into `out`, asking `inner` to keep its records' encoded values (so a changed
     /// key's differing columns can be named).
     pub fn new(inner: &'a mut S, out: &'a mut KeySender) -> KeyTap<'a, S> {
         inner.digest_columns();
@@ -193,25 +195,19 @@ pub struct StreamedKeys {
     /// The partitions holding a missing, extra or changed key, ascending.
     pub differing: Vec<u64>,
     /// The first `CHANGED_COLUMNS_MAX` changed keys, ascending, each with a bit for every
-    /// content column (in the configs' order, bit 0 the first) whose per-column digests
-    /// differ: `None` when the sources gave no per-column digests, or none of them differs.
+    /// content column (in the configs' order, bit 0 the first) whose encoded values differ:
+    /// `None` when the sources kept no values, or none of them differs.
     pub changed_columns: Vec<(u64, Option<u64>)>,
 }
 
-/// The content columns whose digests differ, as bits (at most 64 columns); `None` when they
-/// cannot say (a side without per-column digests, other counts, or no column differing).
-fn differing_columns(a: Option<&[u64]>, b: Option<&[u64]>) -> Option<u64> {
-    let (a, b) = (a?, b?);
-    if a.len() != b.len() || a.len() > 64 {
-        return None;
-    }
-    let mask = a
-        .iter()
-        .zip(b)
-        .enumerate()
-        .filter(|(_, (x, y))| x != y)
-        .fold(0u64, |m, (i, _)| m | (1u64 << i));
-    (mask != 0).then_some(mask)
+/// The content columns whose encoded values differ, as bits (at most 64 columns); `None` when
+/// they cannot say (a side that kept no values, other counts, or no column differing).
+fn differing_columns(
+    a: Option<(&PageColumns, usize)>,
+    b: Option<(&PageColumns, usize)>,
+) -> Option<u64> {
+    let ((a, i), (b, j)) = (a?, b?);
+    a.differing(i, b, j)
 }
 
 impl StreamedKeys {
@@ -261,6 +257,8 @@ struct SideIn {
     rx: Receiver<Msg>,
     name: &'static str,
     page: Vec<KeyDigest>,
+    /// The page's records' encoded values, when its source kept them.
+    columns: Option<Box<PageColumns>>,
     at: usize,
     last: Option<u64>,
     ended: bool,
@@ -280,8 +278,9 @@ impl SideIn {
                 return Ok(None);
             }
             match self.rx.recv() {
-                Ok(Msg::Keys(v)) => {
+                Ok(Msg::Keys(v, c)) => {
                     self.page = v;
+                    self.columns = c;
                     self.at = 0;
                 }
                 Ok(Msg::End) => self.ended = true,
@@ -291,9 +290,9 @@ impl SideIn {
         }
     }
 
-    /// The head key's per-column digests.
-    fn columns(&self) -> Option<&[u64]> {
-        self.page.get(self.at)?.columns.as_deref()
+    /// The page's encoded values and the head key's record in them.
+    fn columns(&self) -> Option<(&PageColumns, usize)> {
+        self.columns.as_deref().map(|c| (c, self.at))
     }
 
     /// Takes the head key, which must lie above every key before it.
@@ -331,6 +330,7 @@ pub fn key_streams() -> (KeySender, KeySender, KeyComparator) {
             rx,
             name,
             page: Vec::new(),
+            columns: None,
             at: 0,
             last: None,
             ended: false,
@@ -397,6 +397,7 @@ impl KeyComparator {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -406,48 +407,37 @@ mod tests {
                 .map(|&(id, d)| KeyDigest {
                     id,
                     content: Some([d; 32]),
-                    columns: None,
                 })
                 .collect(),
+            None,
         )
     }
 
-    /// Keys whose two content columns' digests are `(d, d + 1)`.
-    fn cols(ids: &[(u64, u8)]) -> Msg {
-        Msg::Keys(
-            ids.iter()
-                .map(|&(id, d)| KeyDigest {
-                    id,
-                    content: Some([d; 32]),
-                    columns: Some(vec![u64::from(d), u64::from(d) + 1].into_boxed_slice()),
-                })
-                .collect(),
-        )
+    /// Keys whose records' values are `values` (two columns each), with content digest `d`.
+    fn cols(ids: &[(u64, u8, [i128; 2])]) -> Msg {
+        use crate::content::{ContentValue as V, RecordHasher};
+        let mut h = RecordHasher::new();
+        let mut c = PageColumns::new();
+        let mut keys = Vec::new();
+        for &(id, d, [x, y]) in ids {
+            h.hash(&[V::Int(x), V::Int(y)]).unwrap();
+            c.push(&h);
+            keys.push(KeyDigest {
+                id,
+                content: Some([d; 32]),
+            });
+        }
+        Msg::Keys(keys, Some(Box::new(c)))
     }
 
     #[test]
     fn a_changed_key_names_its_differing_columns() {
         let (mut a, mut b, cmp) = key_streams();
         let t = std::thread::spawn(move || cmp.run());
-        a.send(cols(&[(1, 0), (2, 0), (3, 0)]));
-        // Key 2: both columns differ; key 3: a row digest differs with no column (unknown).
-        b.send(Msg::Keys(vec![
-            KeyDigest {
-                id: 1,
-                content: Some([7; 32]),
-                columns: Some(vec![5, 1].into_boxed_slice()),
-            },
-            KeyDigest {
-                id: 2,
-                content: Some([8; 32]),
-                columns: Some(vec![5, 6].into_boxed_slice()),
-            },
-            KeyDigest {
-                id: 3,
-                content: Some([9; 32]),
-                columns: Some(vec![0, 1].into_boxed_slice()),
-            },
-        ]));
+        a.send(cols(&[(1, 0, [0, 1]), (2, 0, [0, 1]), (3, 0, [0, 1])]));
+        // Key 1: the first column differs; key 2: both; key 3: a row digest differs with
+        // equal values (unknown).
+        b.send(cols(&[(1, 7, [5, 1]), (2, 8, [5, 6]), (3, 9, [0, 1])]));
         a.finish(true);
         b.finish(true);
         let s = t.join().unwrap_or_default();
@@ -455,8 +445,7 @@ mod tests {
             s.changed_columns,
             vec![(1, Some(0b01)), (2, Some(0b11)), (3, None)]
         );
-        assert_eq!(differing_columns(Some(&[1]), Some(&[1, 2])), None);
-        assert_eq!(differing_columns(None, Some(&[1])), None);
+        assert_eq!(differing_columns(None, None), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! snapshot) forgets what was tapped before, so the answer is that of one traversal.
 //!
 //! `reread_streamed` is the bounded form `--reread` uses: the pages' (key, row digest,
-//! per-column digests) go through a `KeySender` to the one-pass comparator as they are read,
+//! encoded values) go through a `KeySender` to the one-pass comparator as they are read,
 //! and what stays is the read's IDs (a roaring bitmap) and one 64-byte content accumulator per
 //! partition, whatever the number of rows.
 
@@ -156,7 +156,7 @@ impl<S: PageSource + Send> PageSource for StreamTap<'_, S> {
 }
 
 /// Re-reads `source` (a SQL source narrowed to a re-read's key ranges) whole under `contract`,
-/// its pages' keys, row digests and per-column digests sent through `keys` to a comparator as
+/// its pages' keys, row digests and encoded values sent through `keys` to a comparator as
 /// they are read, on a runtime of its own (it blocks the calling thread). Bounded: what it
 /// holds is a page or two, the IDs read and one accumulator per partition. `keys` ends
 /// `verified` only for a verified read.

@@ -2,12 +2,11 @@
 //! hashed by one SHA-256 call, instead of three small updates per value (those small updates,
 //! not the compression, were most of the cost of hashing a short row). Pure.
 //!
-//! Where each value's encoding begins in the buffer is kept too, so a record's per-column
-//! digests (`column_digests`: 64 bits a value, for naming which columns of a changed row
-//! differ) cost no second encoding, only a short hash of each value's bytes when asked.
+//! Where each value's encoding begins in the buffer is kept too, so a page can keep its
+//! records' values (`PageColumns`, for naming which columns of a changed row differ) without
+//! a second encoding.
 
 use sha2::{Digest, Sha256};
-use twox_hash::XxHash3_64;
 
 /// A record's encoding, built in a buffer kept from record to record.
 #[derive(Debug, Default)]
@@ -63,16 +62,14 @@ impl RecordHasher {
         Sha256::digest(&self.buf).into()
     }
 
-    /// A 64-bit digest of each value of the record, in order: the same value encodes, and so
-    /// hashes, alike on every source. Not a content digest (64 bits of XXH3, seed 0, not
-    /// collision-resistant): only for telling which values of two records whose content
-    /// digests differ differ.
-    pub(super) fn value_digests(&self) -> Box<[u64]> {
-        let ends = self.starts.iter().skip(1).copied().chain([self.buf.len()]);
-        self.starts
-            .iter()
-            .zip(ends)
-            .map(|(&a, b)| XxHash3_64::oneshot(self.buf.get(a..b).unwrap_or_default()))
-            .collect()
+    /// The record's values as encoded (after the domain and the count), and where each
+    /// begins in them.
+    pub(super) fn values(&self) -> (&[u8], impl Iterator<Item = usize> + '_) {
+        let first = self.starts.first().copied().unwrap_or(self.buf.len());
+        let values = self.buf.get(first..).unwrap_or_default();
+        (
+            values,
+            self.starts.iter().map(move |s| s.saturating_sub(first)),
+        )
     }
 }

@@ -16,10 +16,12 @@
 //! `7.000`, `true` and `1` hash alike. Pure: no IO.
 
 mod acc;
+mod columns;
 mod decimal;
 mod enc;
 
 pub use acc::{entry, leaf_hash, root, ContentAcc, CONTENT_ACC_LEN};
+pub use columns::PageColumns;
 pub use decimal::canonical_decimal;
 pub use enc::RecordHasher;
 
@@ -160,25 +162,6 @@ impl RecordHasher {
     #[must_use]
     pub fn record_digest(&self) -> [u8; 32] {
         self.finish()
-    }
-
-    /// A 64-bit digest of each value of the record begun last, in order (`Item::columns`):
-    /// equal values give equal digests, whatever the source; for naming which columns of two
-    /// records whose content digests differ differ, never as a content digest.
-    ///
-    /// ```
-    /// use scanledger::content::{ContentValue as V, RecordHasher};
-    /// let mut h = RecordHasher::new();
-    /// h.hash(&[V::Text("a@example.com"), V::Decimal("1.50")]).unwrap();
-    /// let a = h.column_digests();
-    /// h.hash(&[V::Text("b@example.com"), V::Decimal("1.5")]).unwrap();
-    /// let b = h.column_digests();
-    /// assert_ne!(a[0], b[0]);
-    /// assert_eq!(a[1], b[1]);
-    /// ```
-    #[must_use]
-    pub fn column_digests(&self) -> Box<[u64]> {
-        self.value_digests()
     }
 }
 

@@ -119,8 +119,8 @@ pub trait PageSource {
         std::future::ready(None)
     }
 
-    /// Asks the source to give each item's per-column content digests (`Item::columns`), when
-    /// it can (the SQL sources); the default gives none.
+    /// Asks the source to keep each page's encoded content values (`Page::columns`, one record
+    /// an item), when it can (the SQL sources); the default keeps none.
     fn digest_columns(&mut self) {}
 }
 

@@ -64,7 +64,7 @@ pub struct RereadReport {
 }
 
 /// Which content columns of a changed record differ (docs/REFERENCE.md §8), told by the
-/// sources' per-column digests of its two rows: known for the first 100 changed records the
+/// two rows' encoded values: known for the first 100 changed records the
 /// comparison met (`collect::CHANGED_COLUMNS_MAX`), when both sources gave them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]

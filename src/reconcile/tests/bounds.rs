@@ -35,7 +35,6 @@ fn int_codec_refuses_strings_negatives_and_floats() {
                     id: raw,
                     labels: Vec::new(),
                     content: None,
-                    columns: None,
                 },
             ],
             None,

@@ -114,7 +114,6 @@ fn strings(ids: &[&str], next: Option<&str>) -> Page {
                 id: RawId::Str((*s).to_owned()),
                 labels: Vec::new(),
                 content: None,
-                columns: None,
             })
             .collect(),
         next: next.map(str::to_owned),
@@ -127,7 +126,6 @@ fn labelled(id: u64, labels: &[&str]) -> Item {
         id: RawId::Int(id),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
         content: None,
-        columns: None,
     }
 }
 

@@ -99,6 +99,7 @@ impl Mapping {
             truncated: read_bool("truncated", self.truncated.as_ref(), base)?.unwrap_or(false),
             total: read_total(self.total.as_ref(), base)?,
             size_bytes,
+            columns: None,
         })
     }
 
@@ -137,7 +138,6 @@ impl Mapping {
                 id,
                 labels,
                 content,
-                columns: None,
             });
         }
         Ok(out)

@@ -302,7 +302,6 @@ impl<'de> Visitor<'de> for ItemSeed<'_> {
                 id,
                 labels: labels.unwrap_or_default(),
                 content: None,
-                columns: None,
             });
         }
         Ok(())

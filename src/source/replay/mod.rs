@@ -453,6 +453,7 @@ fn page_of(parsed: Parsed, len: u32) -> Result<Page, FetchError> {
             query: p.query,
             truncated: p.truncated,
             size_bytes: u64::from(len),
+            columns: None,
             total: None,
         }),
         Answer::Error(ErrorKind::Timeout) => Err(FetchError::Timeout),

@@ -266,13 +266,13 @@ impl PageSource for FaultySource {
         let done = next_at >= len;
         Ok(Page {
             size_bytes: page_ids.len() as u64 * 8,
+            columns: None,
             items: page_ids
                 .into_iter()
                 .map(|n| Item {
                     id: self.keys.raw(n),
                     labels: Vec::new(),
                     content: None,
-                    columns: None,
                 })
                 .collect(),
             next: (!done).then(|| format!("v{version}-o{next_at}")),

@@ -340,7 +340,6 @@ impl PageSource for SimSource {
                     id: RawId::Int(id),
                     labels,
                     content: None,
-                    columns: None,
                 }
             })
             .collect();
@@ -360,6 +359,7 @@ impl PageSource for SimSource {
         let next = (end < window_hi).then(|| format!("sim-offset-{end}"));
         Ok(Page {
             size_bytes: items.len() as u64 * 12,
+            columns: None,
             items,
             next,
             complete: Some(end >= window_hi),

@@ -60,7 +60,7 @@ pub(crate) struct SqlSource<D: Dialect> {
     nulls_checked: Option<u64>,
     hasher: RecordHasher,
     pages_served: u64,
-    /// Give each item's per-column content digests (`PageSource::digest_columns`).
+    /// Keep the items' encoded content values (`PageSource::digest_columns`, `Page::columns`).
     pub(crate) digest_columns: bool,
 }
 
@@ -358,6 +358,7 @@ impl<D: Dialect> SqlSource<D> {
             truncated: false,
             total: None,
             size_bytes: built.size_bytes,
+            columns: built.columns,
         })
     }
 

@@ -17,7 +17,7 @@
 use std::cmp::Ordering;
 
 use super::key::{Key, KeyType};
-use crate::content::{ContentError, ContentValue, RecordHasher};
+use crate::content::{ContentError, ContentValue, PageColumns, RecordHasher};
 use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
 
 /// Rows that cannot make a page: the detail of the page's `invalid_page` (R16). Keys are shown
@@ -65,8 +65,8 @@ pub(crate) struct PageRows<'a> {
     labels: &'a [(String, String)],
     content: &'a [String],
     hasher: &'a mut RecordHasher,
-    /// Give each item its per-column content digests.
-    columns: bool,
+    /// The items' encoded content values, when asked for.
+    columns: Option<PageColumns>,
     items: Vec<Item>,
     /// Rows fed so far.
     rows: usize,
@@ -107,6 +107,8 @@ pub(crate) struct Built {
     pub(crate) more: bool,
     /// Bytes of the values read.
     pub(crate) size_bytes: u64,
+    /// The items' encoded content values, when asked for.
+    pub(crate) columns: Option<Box<PageColumns>>,
 }
 
 impl<'a> PageRows<'a> {
@@ -126,7 +128,7 @@ impl<'a> PageRows<'a> {
             labels,
             content,
             hasher,
-            columns: false,
+            columns: None,
             items: Vec::with_capacity(page_size.min(4096)),
             rows: 0,
             first_is_bound: false,
@@ -137,10 +139,10 @@ impl<'a> PageRows<'a> {
         }
     }
 
-    /// Gives each item its per-column content digests (`Item::columns`) when `on`.
+    /// Keeps the items' encoded content values (`Page::columns`) when `on`.
     #[must_use]
     pub(crate) fn with_columns(mut self, on: bool) -> PageRows<'a> {
-        self.columns = on;
+        self.columns = on.then(PageColumns::new);
         self
     }
 
@@ -238,7 +240,10 @@ impl<'a> PageRows<'a> {
                 return Err(RowsError::BoundRepeats { others, bound });
             }
         }
+        // One record an item, or none: the page's records line up with its items.
+        let items = self.items.len();
         Ok(Built {
+            columns: self.columns.filter(|c| c.len() == items).map(Box::new),
             items: self.items,
             more: self.more,
             size_bytes: self.size_bytes,
@@ -279,7 +284,6 @@ impl Row<'_, '_> {
     /// # Errors
     /// Fewer content values were given than the config names.
     pub(crate) fn end(self) -> Result<(), RowsError> {
-        let mut columns = None;
         let content = if self.rows.content.is_empty() {
             None
         } else {
@@ -290,8 +294,8 @@ impl Row<'_, '_> {
                     expected: self.rows.content.len(),
                 });
             }
-            if self.rows.columns {
-                columns = Some(self.rows.hasher.column_digests());
+            if let Some(c) = self.rows.columns.as_mut() {
+                c.push(self.rows.hasher);
             }
             Some(self.rows.hasher.record_digest())
         };
@@ -299,7 +303,6 @@ impl Row<'_, '_> {
             id: self.key.into_raw_id(),
             labels: self.labels,
             content,
-            columns,
         });
         Ok(())
     }
