@@ -13,10 +13,18 @@ use super::RecordHasher;
 pub struct PageColumns {
     bytes: Vec<u8>,
     /// Per record, where each value begins in `bytes`, then where the record ends.
-    bounds: Vec<usize>,
+    bounds: Vec<u32>,
     /// Where each record's bounds begin in `bounds`.
-    records: Vec<usize>,
+    records: Vec<u32>,
+    /// A record did not fit the 32-bit offsets: the page keeps no values.
+    overflowed: bool,
 }
+
+/// Bytes a value is expected to take, for sizing a page's buffer at once: a buffer grown by
+/// doubling left its smaller copies to the allocator, which kept them resident a while.
+const VALUE_BYTES_GUESS: usize = 20;
+/// The most bytes a page's buffer is sized for before its first record.
+const RESERVE_MAX: usize = 4 << 20;
 
 impl PageColumns {
     /// No records yet.
@@ -25,41 +33,72 @@ impl PageColumns {
         PageColumns::default()
     }
 
-    /// Adds the record `hasher` encoded last, as the page's next.
-    pub fn push(&mut self, hasher: &RecordHasher) {
-        self.records.push(self.bounds.len());
-        let base = self.bytes.len();
-        let (values, starts) = hasher.values();
-        self.bytes.extend_from_slice(values);
-        self.bounds.extend(starts.map(|s| base.saturating_add(s)));
-        self.bounds.push(self.bytes.len());
+    /// No records yet, with room for `records` records of `values` values each.
+    #[must_use]
+    pub fn with_capacity(records: usize, values: usize) -> PageColumns {
+        let bounds = records.saturating_mul(values.saturating_add(1));
+        let bytes = records
+            .saturating_mul(values)
+            .saturating_mul(VALUE_BYTES_GUESS)
+            .min(RESERVE_MAX);
+        PageColumns {
+            bytes: Vec::with_capacity(bytes),
+            bounds: Vec::with_capacity(bounds.min(RESERVE_MAX)),
+            records: Vec::with_capacity(records.min(RESERVE_MAX)),
+            overflowed: false,
+        }
     }
 
-    /// Records held.
+    /// Adds the record `hasher` encoded last, as the page's next.
+    pub fn push(&mut self, hasher: &RecordHasher) {
+        let offset = |n: usize| u32::try_from(n).ok();
+        let (values, starts) = hasher.values();
+        let base = self.bytes.len();
+        let end = base.saturating_add(values.len());
+        let (Some(record), Some(_)) = (offset(self.bounds.len()), offset(end)) else {
+            self.overflowed = true;
+            return;
+        };
+        self.records.push(record);
+        self.bytes.extend_from_slice(values);
+        // Each start lies below `end`, which fits.
+        self.bounds
+            .extend(starts.map(|s| offset(base.saturating_add(s)).unwrap_or(u32::MAX)));
+        self.bounds.push(offset(end).unwrap_or(u32::MAX));
+    }
+
+    /// Records held; none once a record did not fit.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.records.len()
+        if self.overflowed {
+            0
+        } else {
+            self.records.len()
+        }
     }
 
     /// No records held.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
     }
 
     /// The encoded values of record `i`, in order.
     #[must_use]
     pub fn record(&self, i: usize) -> Option<Vec<&[u8]>> {
-        let from = *self.records.get(i)?;
-        let to = self
-            .records
-            .get(i.saturating_add(1))
-            .copied()
-            .unwrap_or(self.bounds.len());
+        if self.overflowed {
+            return None;
+        }
+        let at = |n: u32| usize::try_from(n).ok();
+        let from = at(*self.records.get(i)?)?;
+        let to = match self.records.get(i.saturating_add(1)) {
+            Some(n) => at(*n)?,
+            None => self.bounds.len(),
+        };
         let bounds = self.bounds.get(from..to)?;
         bounds
             .windows(2)
-            .map(|w| self.bytes.get(w[0]..w[1]))
+            .map(|w| self.bytes.get(at(w[0])?..at(w[1])?))
             .collect()
     }
 
@@ -119,5 +158,7 @@ mod tests {
         let short = page(&[&[V::Text("a")]]);
         assert_eq!(a.differing(0, &short, 0), None);
         assert!(PageColumns::new().is_empty());
+        let sized = PageColumns::with_capacity(1000, 5);
+        assert!(sized.is_empty() && sized.record(0).is_none());
     }
 }

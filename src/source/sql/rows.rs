@@ -142,7 +142,8 @@ impl<'a> PageRows<'a> {
     /// Keeps the items' encoded content values (`Page::columns`) when `on`.
     #[must_use]
     pub(crate) fn with_columns(mut self, on: bool) -> PageRows<'a> {
-        self.columns = on.then(PageColumns::new);
+        let (records, values) = (self.page_size, self.content.len());
+        self.columns = on.then(|| PageColumns::with_capacity(records, values));
         self
     }
 
