@@ -7,7 +7,9 @@
 
 use serde_json::{Map, Value};
 
+mod columns;
 mod file;
+pub use columns::PageColumns;
 
 /// The closest known word to a misspelt one (the strict config layer's; kept here for the
 /// formats not yet read through it).
@@ -660,7 +662,7 @@ pub struct Page {
     /// The items' content values as encoded, one record an item, when the source was asked
     /// for them (`PageSource::digest_columns`): they name which columns of a changed record
     /// differ. Never stored.
-    pub columns: Option<Box<crate::content::PageColumns>>,
+    pub columns: Option<Box<PageColumns>>,
 }
 
 impl Page {

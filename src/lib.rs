@@ -101,7 +101,7 @@ pub use collect::{
 };
 pub use contract::{
     Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
-    Page, RawId, Scope, ShardRef, SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX,
+    Page, PageColumns, RawId, Scope, ShardRef, SnapshotPolicy, CONTRACT_BYTES_MAX, CURSOR_LEN_MAX,
     DEADLINE_SECONDS_MAX, FETCH_ATTEMPTS_MAX, ID_LEN_MAX, ITEMS_PER_PAGE_MAX, LABELS_PER_ITEM_MAX,
     LABELS_PER_RUN_MAX, LABEL_LEN_MAX, PAGES_PER_RUN_MAX, PAGE_SIZE_BYTES_MAX, PAGE_SIZE_DEFAULT,
     PAGE_TIMEOUT_MS_DEFAULT, PAGE_TIMEOUT_MS_MAX, PREFIX_LEN_MAX, RESTARTS_MAX, RETRIES_DEFAULT,

@@ -21,8 +21,7 @@
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::content::PageColumns;
-use crate::contract::{Page, RawId};
+use crate::contract::{Page, PageColumns, RawId};
 use crate::digest::Hash;
 use crate::idset::{partition_of, IdSet};
 use crate::reconcile::Request;
@@ -421,7 +420,8 @@ mod tests {
         let mut keys = Vec::new();
         for &(id, d, [x, y]) in ids {
             h.hash(&[V::Int(x), V::Int(y)]).unwrap();
-            c.push(&h);
+            let (values, starts) = h.values();
+            c.push(values, starts);
             keys.push(KeyDigest {
                 id,
                 content: Some([d; 32]),

@@ -3,7 +3,7 @@
 //! not the compression, were most of the cost of hashing a short row). Pure.
 //!
 //! Where each value's encoding begins in the buffer is kept too, so a page can keep its
-//! records' values (`PageColumns`, for naming which columns of a changed row differ) without
+//! records' values (`contract::PageColumns`, for naming which columns of a changed row differ) without
 //! a second encoding.
 
 use sha2::{Digest, Sha256};
@@ -64,7 +64,7 @@ impl RecordHasher {
 
     /// The record's values as encoded (after the domain and the count), and where each
     /// begins in them.
-    pub(super) fn values(&self) -> (&[u8], impl Iterator<Item = usize> + '_) {
+    pub(crate) fn values(&self) -> (&[u8], impl Iterator<Item = usize> + '_) {
         let first = self.starts.first().copied().unwrap_or(self.buf.len());
         let values = self.buf.get(first..).unwrap_or_default();
         (

@@ -16,12 +16,10 @@
 //! `7.000`, `true` and `1` hash alike. Pure: no IO.
 
 mod acc;
-mod columns;
 mod decimal;
 mod enc;
 
 pub use acc::{entry, leaf_hash, root, ContentAcc, CONTENT_ACC_LEN};
-pub use columns::PageColumns;
 pub use decimal::canonical_decimal;
 pub use enc::RecordHasher;
 

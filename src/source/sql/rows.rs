@@ -17,8 +17,8 @@
 use std::cmp::Ordering;
 
 use super::key::{Key, KeyType};
-use crate::content::{ContentError, ContentValue, PageColumns, RecordHasher};
-use crate::contract::{Item, PAGE_SIZE_BYTES_MAX};
+use crate::content::{ContentError, ContentValue, RecordHasher};
+use crate::contract::{Item, PageColumns, PAGE_SIZE_BYTES_MAX};
 
 /// Rows that cannot make a page: the detail of the page's `invalid_page` (R16). Keys are shown
 /// as [`Key::shown`] gives them.
@@ -296,7 +296,8 @@ impl Row<'_, '_> {
                 });
             }
             if let Some(c) = self.rows.columns.as_mut() {
-                c.push(self.rows.hasher);
+                let (values, starts) = self.rows.hasher.values();
+                c.push(values, starts);
             }
             Some(self.rows.hasher.record_digest())
         };

@@ -6,8 +6,6 @@
 //! encoded bytes costs one copy of them, and the values of the few changed records are
 //! compared byte for byte (the encoding is canonical, so equal values are equal bytes).
 
-use super::RecordHasher;
-
 /// Encoded content values of a page's records, in the page's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageColumns {
@@ -49,10 +47,10 @@ impl PageColumns {
         }
     }
 
-    /// Adds the record `hasher` encoded last, as the page's next.
-    pub fn push(&mut self, hasher: &RecordHasher) {
+    /// Adds a record as the page's next: its values as encoded (`content::RecordHasher`
+    /// gives them), and where each begins in `values`.
+    pub fn push(&mut self, values: &[u8], starts: impl Iterator<Item = usize>) {
         let offset = |n: usize| u32::try_from(n).ok();
-        let (values, starts) = hasher.values();
         let base = self.bytes.len();
         let end = base.saturating_add(values.len());
         let (Some(record), Some(_)) = (offset(self.bounds.len()), offset(end)) else {
@@ -125,37 +123,34 @@ impl PageColumns {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::content::ContentValue as V;
 
-    fn page(rows: &[&[V<'_>]]) -> PageColumns {
-        let mut h = RecordHasher::new();
+    /// A page of records, each its values' bytes.
+    fn page(rows: &[&[&[u8]]]) -> PageColumns {
         let mut p = PageColumns::new();
         for r in rows {
-            h.hash(r).unwrap();
-            p.push(&h);
+            let mut starts = Vec::new();
+            let mut bytes = Vec::new();
+            for v in *r {
+                starts.push(bytes.len());
+                bytes.extend_from_slice(v);
+            }
+            p.push(&bytes, starts.into_iter());
         }
         p
     }
 
     #[test]
     fn records_keep_their_values_and_differ_by_value() {
-        let a = page(&[
-            &[V::Text("a"), V::Decimal("1.50"), V::Null],
-            &[V::Text("b"), V::Int(2), V::Null],
-        ]);
-        let b = page(&[
-            &[V::Text("a"), V::Decimal("1.5"), V::Null],
-            &[V::Text("c"), V::Int(3), V::Null],
-        ]);
+        let a = page(&[&[b"a", b"1.5", b""], &[b"b", b"2", b""]]);
+        let b = page(&[&[b"a", b"1.5", b""], &[b"c", b"3", b""]]);
         assert_eq!(a.len(), 2);
-        assert_eq!(a.record(0).unwrap().len(), 3);
+        assert_eq!(a.record(0).unwrap(), [&b"a"[..], b"1.5", b""]);
         assert!(a.record(2).is_none());
-        // The canonical encoding makes 1.50 and 1.5 the same bytes.
         assert_eq!(a.differing(0, &b, 0), None);
         assert_eq!(a.differing(1, &b, 1), Some(0b011));
         assert_eq!(a.differing(0, &b, 1), Some(0b011));
         assert_eq!(a.differing(0, &b, 5), None);
-        let short = page(&[&[V::Text("a")]]);
+        let short = page(&[&[b"a"]]);
         assert_eq!(a.differing(0, &short, 0), None);
         assert!(PageColumns::new().is_empty());
         let sized = PageColumns::with_capacity(1000, 5);
