@@ -140,8 +140,8 @@ pub struct KeyTap<'a, S> {
 }
 
 impl<'a, S: PageSource> KeyTap<'a, S> {
-    /// Taps `inner`'s pages into `out`, asking `inner` to keep its records' encoded values (so a changed
-    /// key's differing columns can be named).
+    /// Taps `inner`'s pages into `out`, asking `inner` to keep its records' encoded values (so
+    /// a changed key's differing columns can be named).
     pub fn new(inner: &'a mut S, out: &'a mut KeySender) -> KeyTap<'a, S> {
         inner.digest_columns();
         KeyTap { inner, out }

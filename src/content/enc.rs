@@ -3,8 +3,8 @@
 //! not the compression, were most of the cost of hashing a short row). Pure.
 //!
 //! Where each value's encoding begins in the buffer is kept too, so a page can keep its
-//! records' values (`contract::PageColumns`, for naming which columns of a changed row differ) without
-//! a second encoding.
+//! records' values (`contract::PageColumns`, for naming which columns of a changed row
+//! differ) without a second encoding.
 
 use sha2::{Digest, Sha256};
 

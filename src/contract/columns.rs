@@ -21,7 +21,7 @@ pub struct PageColumns {
 /// Bytes a value is expected to take, for sizing a page's buffer at once: a buffer grown by
 /// doubling left its smaller copies to the allocator, which kept them resident a while.
 const VALUE_BYTES_GUESS: usize = 20;
-/// The most bytes a page's buffer is sized for before its first record.
+/// The most elements each of a page's buffers is sized for before its first record.
 const RESERVE_MAX: usize = 4 << 20;
 
 impl PageColumns {

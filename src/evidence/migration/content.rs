@@ -64,8 +64,8 @@ pub struct RereadReport {
 }
 
 /// Which content columns of a changed record differ (docs/REFERENCE.md §8), told by the
-/// two rows' encoded values: known for the first 100 changed records the
-/// comparison met (`collect::CHANGED_COLUMNS_MAX`), when both sources gave them.
+/// two rows' encoded values: known for the first 100 changed records the comparison met
+/// (`collect::CHANGED_COLUMNS_MAX`), when both sources gave them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ChangedColumns {
