@@ -19,6 +19,14 @@
 #   floor        the bare reads of the key and content columns, in key order, by each
 #                database's own client (mariadb --quick, psql COPY ... TO STDOUT), to
 #                /dev/null; the slower side is the floor a two-sided scan cannot beat.
+#   both at once the same two bare reads started together: what reading both sides costs
+#                when they share the machine's cores, as the two scans of one `migration
+#                verify` do (on two cores the two servers and the two clients take turns).
+#
+# scanledger's CPU (user + system, GNU time) is printed beside its wall time, and the two
+# servers' CPU during its run (mariadbd's threads, and the PostgreSQL backends the postmaster
+# reaped, from /proc): their sum over the cores says whether the cores, not the round trips,
+# bound the run.
 #
 # Needs MariaDB on 127.0.0.1:3306 (root, no password, database test) and PostgreSQL on
 # 127.0.0.1:5432 (user postgres, trust, database test). reladiff is installed into a virtual
@@ -77,17 +85,32 @@ cat > "$WORK/pg.json" <<EOF
  "content": ["name", "email", "amount", "placed", "qty"]}
 EOF
 
-# One timed command: appends "seconds peak_kb" to $WORK/$1.times; its stdout to $WORK/$1.out.
+# One timed command: appends "seconds peak_kb cpu_seconds" to $WORK/$1.times; its stdout to
+# $WORK/$1.out.
 timed() {
   local name=$1; shift
-  /usr/bin/time -o "$WORK/time" -f '%e %M' "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || true
-  tail -n 1 "$WORK/time" >>"$WORK/$name.times"
+  /usr/bin/time -o "$WORK/time" -f '%e %M %U %S' "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || true
+  tail -n 1 "$WORK/time" | awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' >>"$WORK/$name.times"
+}
+# CPU ticks so far of mariadbd and of the postmaster's reaped children: "mariadb postgres".
+server_ticks() {
+  local m p
+  m=$(pgrep -o -x mariadbd || pgrep -o -x mysqld || true)
+  p=$(pgrep -o -x postgres || true)
+  [ -n "$m" ] && [ -n "$p" ] || { echo "0 0"; return; }
+  echo "$(awk '{print $14 + $15}' "/proc/$m/stat") $(awk '{print $16 + $17}' "/proc/$p/stat")"
 }
 run_scanledger() {
   rm -f "$WORK"/s.*
+  local before after
+  before=$(server_ticks)
   # shellcheck disable=SC2086
   timed scanledger "$BIN" --store "$WORK/s.redb" migration verify --from "mysql:$WORK/my.json" \
     --to "postgres:$WORK/pg.json" --content --json $FLAGS
+  sleep 0.5 # the postmaster reaps the finished backends
+  after=$(server_ticks)
+  echo "$before $after" | awk -v hz="$(getconf CLK_TCK)" \
+    '{printf "%.2f %.2f\n", ($3 - $1) / hz, ($4 - $2) / hz}' >>"$WORK/servers.times"
 }
 run_reladiff() {
   timed reladiff "$VENV/bin/reladiff" mysql://root@127.0.0.1:3306/test bench_rd \
@@ -99,6 +122,10 @@ run_floor() {
     -e "SELECT $COLS FROM bench_rd ORDER BY id"
   timed floor_pg psql -X -q -h 127.0.0.1 -p 5432 -U postgres -d test \
     -c "COPY (SELECT $COLS FROM bench_rd ORDER BY id) TO STDOUT"
+  timed floor_both bash -c "mariadb -h 127.0.0.1 -P 3306 -u root test --quick -N -B \
+    -e 'SELECT $COLS FROM bench_rd ORDER BY id' >/dev/null & psql -X -q -h 127.0.0.1 -p 5432 \
+    -U postgres -d test -c 'COPY (SELECT $COLS FROM bench_rd ORDER BY id) TO STDOUT' \
+    >/dev/null & wait"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -139,21 +166,24 @@ measure() {
     esac
     say "  $case round $round/$ROUNDS: scanledger $(tail -n 1 "$WORK/scanledger.times"), reladiff $(tail -n 1 "$WORK/reladiff.times") (s, KB)"
   done
-  local s r fm fp floor sm rm_
+  local s r fm fp fb floor sm rm_ sc
   s=$(col scanledger 1 | median); r=$(col reladiff 1 | median)
-  fm=$(col floor_my 1 | median); fp=$(col floor_pg 1 | median)
+  fm=$(col floor_my 1 | median); fp=$(col floor_pg 1 | median); fb=$(col floor_both 1 | median)
+  sc=$(col scanledger 3 | median)
+  say "  servers' CPU during scanledger's runs (medians): MariaDB $(col servers 1 | median) s, PostgreSQL $(col servers 2 | median) s"
   sm=$(col scanledger 2 | median); rm_=$(col reladiff 2 | median)
   floor=$(awk -v a="$fm" -v b="$fp" 'BEGIN {print (a > b ? a : b)}')
-  printf '| %s | %s | %s s, %s MB | %s s, %s MB | %s | %s s / %s s | %s |\n' \
-    "$ROWS" "$case" "$s" "$((sm / 1024))" "$r" "$((rm_ / 1024))" \
+  printf '| %s | %s | %s s, %s s CPU, %s MB | %s s, %s MB | %s | %s s / %s s | %s | %s s | %s |\n' \
+    "$ROWS" "$case" "$s" "$sc" "$((sm / 1024))" "$r" "$((rm_ / 1024))" \
     "$(awk -v a="$s" -v b="$r" 'BEGIN {printf "%.2fx", a / b}')" "$fm" "$fp" \
-    "$(awk -v a="$s" -v b="$floor" 'BEGIN {printf "%.2fx", a / b}')"
+    "$(awk -v a="$s" -v b="$floor" 'BEGIN {printf "%.2fx", a / b}')" "$fb" \
+    "$(awk -v a="$s" -v b="$fb" 'BEGIN {printf "%.2fx", a / b}')"
   same_keys >&2 || { say "  scanledger's answer: $(head -c 600 "$WORK/scanledger.out")"; exit 1; }
 }
 
 say "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); binary $BIN"
-echo "| rows | case | scanledger (median, peak RSS) | reladiff | scanledger / reladiff | floor MariaDB / PostgreSQL | scanledger / floor |"
-echo "|---|---|---|---|---|---|---|"
+echo "| rows | case | scanledger (median wall, CPU, peak RSS) | reladiff | scanledger / reladiff | floor MariaDB / PostgreSQL | scanledger / floor | both floors at once | scanledger / both at once |"
+echo "|---|---|---|---|---|---|---|---|---|"
 measure equal
 pg -c "DELETE FROM bench_rd WHERE id % 10000 = 7; UPDATE bench_rd SET amount = amount + 1 WHERE id % 20000 = 11;" >/dev/null
 measure "$((ROWS / 10000)) missing, $((ROWS / 20000)) changed"
