@@ -386,9 +386,10 @@ pub(crate) enum MigrationCommand {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WriteOpts {
     /// Make every N-th page checkpoint durable (group commit); the default 1 fsyncs every
-    /// page. A crash re-fetches at most the N - 1 pages since the last commit.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub checkpoint_every: u32,
+    /// page (16 for the sides `migration verify` scans under their default contract, which
+    /// restart after a crash). A crash re-fetches at most the N - 1 pages since the last commit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub checkpoint_every: Option<u32>,
     /// Do not keep the raw cursor that resume needs.
     #[arg(long)]
     pub no_keep_cursors: bool,
@@ -415,7 +416,7 @@ impl WriteOpts {
     fn store_options(&self) -> StoreOptions {
         let o = StoreOptions::new()
             .keep_cursors(!self.no_keep_cursors)
-            .checkpoint_every(self.checkpoint_every)
+            .checkpoint_every(self.checkpoint_every.unwrap_or(1))
             .exclusive(self.exclusive);
         match self.fold_every {
             Some(n) => o.fold_every(n),

@@ -123,7 +123,7 @@ pub use evidence::{
     MigrationRequest, MissingReport, PageReport, RangeError, RangeTally, ReceiptReport,
     RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow, RunSide, RunsQuery,
     RunsReport, Side, StreamReport, Tally, Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX,
-    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_PAGE_SIZE,
+    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_CHECKPOINT_EVERY, SIDE_PAGE_SIZE,
 };
 pub use evidence::{
     write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, RunTextError,

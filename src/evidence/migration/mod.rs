@@ -284,6 +284,13 @@ fn is_inventory(h: &RunHeader) -> bool {
 /// rows stay a few MB.
 pub const SIDE_PAGE_SIZE: u32 = 5_000;
 
+/// Pages a durable checkpoint of a migration side scanned under [`side_contract`] (unless the
+/// command line says otherwise): 16 pages, 80,000 rows. That contract restarts a killed side
+/// from its first key, so an fsync a page would buy no work a restart keeps; the cadence
+/// bounds what waits in memory for its commit. Measured at 1 M rows of six columns: 0.90x the
+/// wall time of a checkpoint a page, the same CPU, 10-15 MB more peak memory.
+pub const SIDE_CHECKPOINT_EVERY: u32 = 16;
+
 /// The contract a side of `migration verify` given as a source (`mysql:orders.json`) is
 /// scanned under when no contract is given: its scope named after the source's kind and file
 /// name (`mysql:orders.json`, whatever the directory, so a repeated command finds its run),
