@@ -94,10 +94,10 @@ pub use token::TokenError;
 
 pub use codec::{signed_id, signed_of, CodecError, IdCodec, Interner, INTERNED_MAX};
 pub use collect::{
-    collect, io_words, key_streams, now_ms, reread_contents, reread_key_ranges, reread_streamed,
-    resume, resume_with, said_once, scan, scan_with, stop_cause, Error, IncompleteRead, Inventory,
-    KeyComparator, KeySender, KeyTap, MemoryLog, Reread, Result, RunLog, ScanResult, StreamedKeys,
-    StreamedReread, CHANGED_COLUMNS_MAX, KEY_PAGES_AHEAD,
+    collect, continue_or_begin, io_words, key_streams, now_ms, reread_contents, reread_key_ranges,
+    reread_streamed, resume, resume_with, said_once, scan, scan_with, stop_cause, Error,
+    IncompleteRead, Inventory, KeyComparator, KeySender, KeyTap, MemoryLog, Reread, Result, RunLog,
+    ScanResult, ScanStart, StreamedKeys, StreamedReread, CHANGED_COLUMNS_MAX, KEY_PAGES_AHEAD,
 };
 pub use contract::{
     Contract, ContractError, EndSignal, ExpiredPolicy, IdCodecKind, Item, KeyRange, Limits, Mode,
@@ -117,13 +117,13 @@ pub use evidence::{
 pub use evidence::{
     check_source_columns, compare as compare_runs, diff_content, diff_report, export_of, gaps_of,
     mcp_server_of, missing_report, page_report, parse_given, receipt_report, run_names, run_side,
-    runs_report, shell_word, side_contract, verify_migration, verify_report, ChangedColumns,
-    Compared, ContentReport, DiffReport, EmitError, ExcludeError, Export, ExportError, ExportShape,
-    ExportSummary, Gaps, GivenId, IdTextError, MigrationError, MigrationLists, MigrationReport,
-    MigrationRequest, MissingReport, PageReport, RangeError, RangeTally, ReceiptReport,
-    RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow, RunSide, RunsQuery,
-    RunsReport, Side, StreamReport, Tally, Unreproduced, VerifyReport, Which, EXCLUDED_IDS_MAX,
-    EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_CHECKPOINT_EVERY, SIDE_PAGE_SIZE,
+    runs_report, shell_word, side_checkpoint_every, side_contract, verify_migration, verify_report,
+    ChangedColumns, Compared, ContentReport, DiffReport, EmitError, ExcludeError, Export,
+    ExportError, ExportShape, ExportSummary, Gaps, GivenId, IdTextError, MigrationError,
+    MigrationLists, MigrationReport, MigrationRequest, MissingReport, PageReport, RangeError,
+    RangeTally, ReceiptReport, RereadFailure, RereadReport, RereadSources, RunAt, RunName, RunRow,
+    RunSide, RunsQuery, RunsReport, Side, StreamReport, Tally, Unreproduced, VerifyReport, Which,
+    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_CHECKPOINT_EVERY, SIDE_PAGE_SIZE,
 };
 pub use evidence::{
     write_json, write_lists, ListForm, ListStream, RunFilter, RunRef, RunRefError, RunTextError,

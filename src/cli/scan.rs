@@ -213,21 +213,7 @@ pub(crate) fn scan_side(
     let mut store = open_write(out, write.store_options())?;
     let recorded = scanledger::recordable_spec(spec);
     store.record_source(&source.recorded_spec(&recorded));
-    let resumed = store.unfinished_run(&contract.scope, &recorded)?;
-    let (writer, start) = if let Some(run) = resumed {
-        let (writer, loaded) = store.resume(run, &Raise::default())?;
-        tracing::info!("{run} resumed");
-        (writer, Start::Resume(Box::new(loaded)))
-    } else {
-        let started = scanledger::now_ms();
-        let mut rec = Reconciler::new(contract);
-        let (writer, interner) = store.begin(contract, started)?;
-        if let Some(interner) = interner {
-            rec.set_interner(interner);
-        }
-        tracing::info!("{} begun", writer.run());
-        (writer, Start::Begin(Box::new(rec), started))
-    };
+    let (writer, start, resumed) = scanledger::continue_or_begin(&mut store, contract, &recorded)?;
     let log = Watched::new(writer, out, write, contract.expected_count);
     let done = rt.block_on(async {
         let done = match keys.as_mut() {
@@ -244,29 +230,6 @@ pub(crate) fn scan_side(
         k.finish(matches!(&done, Ok(d) if d.reconciler.status() == scanledger::Status::Verified));
     }
     Ok((done.map_err(CliError::from)?.receipt(), resumed))
-}
-
-/// Where a side's scan starts: the unfinished run resumed, or a new run (its reconciler and
-/// start time).
-enum Start {
-    Resume(Box<scanledger::LoadedRun>),
-    Begin(Box<Reconciler>, u64),
-}
-
-impl Start {
-    async fn run<S: scanledger::PageSource>(
-        self,
-        contract: &Contract,
-        log: Watched<'_>,
-        source: &mut S,
-    ) -> Result<ScanResult, Error> {
-        match self {
-            Start::Resume(loaded) => scanledger::resume_with(*loaded, log, None, source).await,
-            Start::Begin(rec, started) => {
-                scanledger::scan_with(contract, *rec, log, started, source).await
-            }
-        }
-    }
 }
 
 /// Prints the receipt of a scan (or the error that stopped it, with how to resume).

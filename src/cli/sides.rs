@@ -112,13 +112,10 @@ pub(crate) fn scan_sides(
     }
     let mut write = write.clone();
     write.no_progress = true;
-    if contract.is_none() {
-        // The default contract restarts a killed side from its first key: a durable page it
-        // could resume after buys nothing, an fsync a page costs wall time.
-        write.checkpoint_every = write
-            .checkpoint_every
-            .or(Some(scanledger::SIDE_CHECKPOINT_EVERY));
-    }
+    write.checkpoint_every = Some(scanledger::side_checkpoint_every(
+        write.checkpoint_every,
+        contract.is_some(),
+    ));
     let side_out = |store: &Path| Out {
         store: store.to_owned(),
         ..out.clone()

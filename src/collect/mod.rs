@@ -25,6 +25,7 @@ mod error;
 mod fetch;
 mod keys;
 mod reread;
+mod start;
 
 pub use error::{io_words, said_once, stop_cause, Error, Result};
 pub use keys::{
@@ -32,6 +33,7 @@ pub use keys::{
     KEY_PAGES_AHEAD,
 };
 pub use reread::{reread_contents, reread_key_ranges, reread_streamed, Reread, StreamedReread};
+pub use start::{continue_or_begin, ScanStart};
 
 /// Milliseconds since the Unix epoch.
 #[must_use]

@@ -38,10 +38,11 @@ pub use lists::{
     compare, diff_report, missing_report, Compared, DiffReport, MissingReport, RunAt, Which,
 };
 pub use migration::{
-    check_source_columns, diff_content, shell_word, side_contract, verify_migration,
-    ChangedColumns, ContentReport, ExcludeError, MigrationError, MigrationLists, MigrationReport,
-    MigrationRequest, RereadFailure, RereadReport, RereadSources, Side, StreamReport, Unreproduced,
-    EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX, SIDE_CHECKPOINT_EVERY, SIDE_PAGE_SIZE,
+    check_source_columns, diff_content, shell_word, side_checkpoint_every, side_contract,
+    verify_migration, ChangedColumns, ContentReport, ExcludeError, MigrationError, MigrationLists,
+    MigrationReport, MigrationRequest, RereadFailure, RereadReport, RereadSources, Side,
+    StreamReport, Unreproduced, EXCLUDED_IDS_MAX, EXCLUDE_BYTES_MAX, IDS_SHOWN_MAX,
+    SIDE_CHECKPOINT_EVERY, SIDE_PAGE_SIZE,
 };
 pub use runs::{
     mcp_server_of, page_report, receipt_report, runs_report, verify_report, PageReport,

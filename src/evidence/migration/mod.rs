@@ -291,6 +291,19 @@ pub const SIDE_PAGE_SIZE: u32 = 5_000;
 /// wall time of a checkpoint a page, the same CPU, 10-15 MB more peak memory.
 pub const SIDE_CHECKPOINT_EVERY: u32 = 16;
 
+/// Pages a durable checkpoint of a migration side: `asked` when the caller gave a cadence;
+/// else one a page under a contract of the caller's own (`own_contract`: it may continue a
+/// killed scan after its last key, where every committed page counts), else
+/// [`SIDE_CHECKPOINT_EVERY`] under [`side_contract`].
+#[must_use]
+pub fn side_checkpoint_every(asked: Option<u32>, own_contract: bool) -> u32 {
+    asked.unwrap_or(if own_contract {
+        1
+    } else {
+        SIDE_CHECKPOINT_EVERY
+    })
+}
+
 /// The contract a side of `migration verify` given as a source (`mysql:orders.json`) is
 /// scanned under when no contract is given: its scope named after the source's kind and file
 /// name (`mysql:orders.json`, whatever the directory, so a repeated command finds its run),
