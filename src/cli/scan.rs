@@ -83,17 +83,12 @@ pub(crate) fn scan_contract_in(
     }
     let mut store = open_write(out, write.store_options())?;
     store.record_source(&source.recorded_spec(&scanledger::recordable_spec(spec)));
-    let started = scanledger::now_ms();
-    let mut rec = Reconciler::new(&contract);
-    let (writer, interner) = store.begin(&contract, started)?;
-    if let Some(interner) = interner {
-        rec.set_interner(interner);
-    }
+    let (writer, start) = scanledger::ScanStart::begin(&mut store, &contract)?;
     let run = writer.run();
     tracing::info!("{run} begun");
     let log = Watched::new(writer, out, write, contract.expected_count);
     let done = rt.block_on(async {
-        let done = scanledger::scan_with(&contract, rec, log, started, &mut source).await;
+        let done = start.run(&contract, log, &mut source).await;
         source.close().await;
         done
     });

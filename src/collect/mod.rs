@@ -177,13 +177,8 @@ pub async fn scan<S: PageSource>(
     source: &mut S,
     store: &mut Store,
 ) -> Result<ScanResult, Error> {
-    let started = now_ms();
-    let mut rec = Reconciler::new(contract);
-    let (log, interner) = store.begin(contract, started)?;
-    if let Some(interner) = interner {
-        rec.set_interner(interner);
-    }
-    scan_with(contract, rec, log, started, source).await
+    let (log, start) = ScanStart::begin(store, contract)?;
+    start.run(contract, log, source).await
 }
 
 /// Runs a scan recording through any `RunLog` (`MemoryLog` keeps nothing).

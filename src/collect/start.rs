@@ -19,6 +19,23 @@ pub enum ScanStart {
 }
 
 impl ScanStart {
+    /// A new run of `contract` in `store`, begun now: its writer, and its start.
+    ///
+    /// # Errors
+    /// `Error::Write` when the store cannot begin a run.
+    pub fn begin<'s>(
+        store: &'s mut Store,
+        contract: &Contract,
+    ) -> Result<(RunWriter<'s>, ScanStart), Error> {
+        let started = now_ms();
+        let mut rec = Reconciler::new(contract);
+        let (writer, interner) = store.begin(contract, started)?;
+        if let Some(interner) = interner {
+            rec.set_interner(interner);
+        }
+        Ok((writer, ScanStart::Begin(Box::new(rec), started)))
+    }
+
     /// Scans from here to the end, recording through `log` (the writer
     /// [`continue_or_begin`] returned, or a log around it).
     ///
@@ -54,14 +71,9 @@ pub fn continue_or_begin<'s>(
         tracing::info!("{run} resumed");
         return Ok((writer, ScanStart::Continue(Box::new(loaded)), Some(run)));
     }
-    let started = now_ms();
-    let mut rec = Reconciler::new(contract);
-    let (writer, interner) = store.begin(contract, started)?;
-    if let Some(interner) = interner {
-        rec.set_interner(interner);
-    }
+    let (writer, start) = ScanStart::begin(store, contract)?;
     tracing::info!("{} begun", writer.run());
-    Ok((writer, ScanStart::Begin(Box::new(rec), started), None))
+    Ok((writer, start, None))
 }
 
 #[cfg(test)]
@@ -106,7 +118,7 @@ mod tests {
             (continued, run, status),
             (Some(left), left, Status::Verified)
         );
-        // Another source's or another scope's unfinished run is not.
+        // Another source's unfinished run is not.
         let (writer, _, _) = continue_or_begin(&mut store, &c, "sim:records=300").unwrap();
         drop(writer);
         let (_, _, none) = continue_or_begin(&mut store, &c, "sim:records=301").unwrap();
